@@ -1,0 +1,33 @@
+"""Small helpers shared by the benchmark scripts: medians over repeated, interleaved runs."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+
+def median_seconds(run: Callable[[], object], repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def interleaved_medians(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median wall time of each run, the runs taken in turn so that noise hits all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def python_command(code: str) -> Callable[[], object]:
+    return lambda: subprocess.run([sys.executable, "-c", code], check=True)

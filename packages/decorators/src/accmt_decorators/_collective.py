@@ -1,0 +1,51 @@
+"""The two collectives the decorators need, made through whatever group already exists."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ._process import ProcessInfo, current_process
+
+
+class NoProcessGroupError(RuntimeError):
+    """Raised when a collective is asked for on several processes that share no process group."""
+
+
+def wait_for_everyone() -> None:
+    """Block until every process of the job reaches this call.
+
+    Uses Accelerate's barrier when an Accelerate state is initialised, else
+    ``torch.distributed.barrier()``. On a single process it returns at once. On several
+    processes known only from the launcher's environment there is nothing to wait with, so it
+    raises :class:`NoProcessGroupError` rather than let processes run past each other.
+    """
+    process = current_process()
+    if process.num_processes == 1:
+        return
+    _require_group(process, "wait_for_everyone()")
+    state_module = sys.modules.get("accelerate.state")
+    if process.source == "accelerate" and state_module is not None:
+        state_module.PartialState().wait_for_everyone()
+    else:
+        sys.modules["torch.distributed"].barrier()
+
+
+def gather_objects(value: Any, process: ProcessInfo) -> list[Any]:
+    """Every process's ``value``, in process order, on every process."""
+    if process.num_processes == 1:
+        return [value]
+    _require_group(process, "broadcast=True")
+    dist = sys.modules["torch.distributed"]
+    gathered: list[Any] = [None] * process.num_processes
+    dist.all_gather_object(gathered, value)
+    return gathered
+
+
+def _require_group(process: ProcessInfo, what: str) -> None:
+    if not process.has_process_group:
+        raise NoProcessGroupError(
+            f"{what} needs a process group to synchronise {process.num_processes} processes, "
+            f"but only the launcher's environment variables were found. Create an Accelerator "
+            "(or call torch.distributed.init_process_group) before calling it."
+        )

@@ -1,0 +1,147 @@
+"""Which process this is, asked at call time of whoever already knows it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Literal, NamedTuple
+
+Source = Literal["accelerate", "torch.distributed", "environment", "single"]
+
+# Launchers name the same four numbers differently. Each row is
+# (global rank, world size, local rank, local world size); the first row whose rank and world
+# size are both set wins, so torchrun inside a SLURM allocation reads as torchrun.
+_LAUNCHER_VARIABLES = (
+    ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"),
+    ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"),
+    (
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
+    ),
+    ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    ("PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE"),
+)
+
+
+class ProcessInfo(NamedTuple):
+    """Where the calling process stands in its job.
+
+    ``source`` says which authority answered: an initialised Accelerate state, an initialised
+    ``torch.distributed`` group, the launcher's environment variables, or none (a single process).
+    """
+
+    process_index: int
+    local_process_index: int
+    num_processes: int
+    num_local_processes: int
+    source: Source
+
+    @property
+    def is_main_process(self) -> bool:
+        """True on the process with global index 0."""
+        return self.process_index == 0
+
+    @property
+    def is_local_main_process(self) -> bool:
+        """True on the process with local index 0 on its machine."""
+        return self.local_process_index == 0
+
+    @property
+    def is_last_process(self) -> bool:
+        """True on the process with the highest global index."""
+        return self.process_index == self.num_processes - 1
+
+    @property
+    def has_process_group(self) -> bool:
+        """True when collectives (barriers, broadcasts) can be made across the processes."""
+        return self.source in ("accelerate", "torch.distributed")
+
+
+def current_process() -> ProcessInfo:
+    """Answer which process this is, resolved now, never cached.
+
+    In order: an initialised Accelerate state, an initialised ``torch.distributed`` process
+    group, the launcher's environment (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``,
+    ``LOCAL_WORLD_SIZE``, or the SLURM and MPI equivalents), else a single process.
+    Accelerate and torch are consulted only if this process has already imported them.
+    """
+    return _from_accelerate() or _from_torch_distributed() or _from_environment() or _single()
+
+
+def _from_accelerate() -> ProcessInfo | None:
+    state_module = sys.modules.get("accelerate.state")
+    if state_module is None:
+        return None
+    # PartialState is a borg: its shared dict is empty until someone initialises it, and
+    # instantiating it here would initialise it, which is exactly what we must not do.
+    shared: dict[str, Any] = state_module.PartialState._shared_state
+    if not shared or "num_processes" not in shared:
+        return None
+    num_processes = int(shared["num_processes"])
+    local_size = _local_world_size_from_env(num_processes)
+    return ProcessInfo(
+        process_index=int(shared["process_index"]),
+        local_process_index=int(shared["local_process_index"]),
+        num_processes=num_processes,
+        num_local_processes=local_size,
+        source="accelerate",
+    )
+
+
+def _from_torch_distributed() -> ProcessInfo | None:
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    rank = int(dist.get_rank())
+    world_size = int(dist.get_world_size())
+    local_size = _local_world_size_from_env(world_size)
+    local_rank = _int_env("LOCAL_RANK")
+    return ProcessInfo(
+        process_index=rank,
+        local_process_index=rank % local_size if local_rank is None else local_rank,
+        num_processes=world_size,
+        num_local_processes=local_size,
+        source="torch.distributed",
+    )
+
+
+def _from_environment() -> ProcessInfo | None:
+    for rank_name, size_name, local_rank_name, local_size_name in _LAUNCHER_VARIABLES:
+        rank, size = _int_env(rank_name), _int_env(size_name)
+        if rank is None or size is None:
+            continue
+        local_size = _int_env(local_size_name) or size
+        local_rank = _int_env(local_rank_name)
+        return ProcessInfo(
+            process_index=rank,
+            local_process_index=rank % local_size if local_rank is None else local_rank,
+            num_processes=size,
+            num_local_processes=local_size,
+            source="environment",
+        )
+    return None
+
+
+def _single() -> ProcessInfo:
+    return ProcessInfo(0, 0, 1, 1, "single")
+
+
+def _local_world_size_from_env(world_size: int) -> int:
+    return _int_env("LOCAL_WORLD_SIZE") or _int_env("SLURM_NTASKS_PER_NODE") or world_size
+
+
+def _int_env(name: str) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    # SLURM writes per-node task counts such as "4(x2)"; the leading number is ours.
+    digits = raw.strip().split("(", 1)[0]
+    try:
+        return int(digits)
+    except ValueError:
+        raise ValueError(
+            f"environment variable {name}={raw!r} is not a whole number; "
+            "it is read to find this process's place in a distributed job"
+        ) from None

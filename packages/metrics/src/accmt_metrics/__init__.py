@@ -1,0 +1,3 @@
+"""Evaluation metrics that are exact across processes."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""AcceleratorModule, HyperParameters and the Trainer, on HuggingFace Accelerate."""
+
+__all__: list[str] = []

@@ -1,0 +1,97 @@
+"""Start real multi-process jobs on this machine's CPUs for the distributed tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+WORKERS = Path(__file__).parent / "workers"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    return env
+
+
+def _run(command: list[str], env: dict[str, str], timeout: float) -> None:
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(command)} exited {done.returncode}\n"
+            f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-8000:]}"
+        )
+
+
+def torchrun(
+    worker: str, nproc: int, *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> None:
+    """Run workers/<worker> on ``nproc`` CPU processes through torchrun."""
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc_per_node={nproc}",
+        "--nnodes=1",
+        f"--master_port={free_port()}",
+        str(WORKERS / worker),
+        *args,
+    ]
+    _run(command, {**_env(), **(env or {})}, timeout)
+
+
+def accelerate_launch(worker: str, nproc: int, *args: str, timeout: float = 300) -> None:
+    """Run workers/<worker> on ``nproc`` CPU processes through ``accelerate launch``.
+
+    ``--multi_gpu`` it must be: with ``--cpu``, accelerate 1.x starts a single process whatever
+    ``--num_processes`` says. On a machine without GPUs, ``--multi_gpu`` runs on gloo.
+    """
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_machines=1",
+        f"--num_processes={nproc}",
+        f"--main_process_port={free_port()}",
+        str(WORKERS / worker),
+        *args,
+    ]
+    _run(command, _env(), timeout)
+
+
+def plain_processes(worker: str, nproc: int, *args: str, timeout: float = 120) -> None:
+    """Start ``nproc`` processes with only RANK/WORLD_SIZE set: no launcher, no group."""
+    procs = []
+    for rank in range(nproc):
+        env = {**_env(), "RANK": str(rank), "WORLD_SIZE": str(nproc)}
+        for name in ("LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+            env.pop(name, None)
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(WORKERS / worker), *args],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    for proc in procs:
+        stdout, stderr = proc.communicate(timeout=timeout)
+        if proc.returncode != 0:
+            raise AssertionError(f"worker exited {proc.returncode}\n{stdout}\n{stderr}")
+
+
+def read_ranks(out: Path, nproc: int) -> list[dict[str, Any]]:
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(nproc)]

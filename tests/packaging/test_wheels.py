@@ -1,0 +1,80 @@
+"""Each package's wheel installs alone, with only its declared dependencies, and imports.
+
+A package that secretly needs a sibling it does not declare, or torch, fails here: the fresh
+environment holds nothing but the wheel and what its metadata asks for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._venv import fresh_venv, install, run
+
+pytestmark = pytest.mark.packaging
+
+# Packages that must not load torch, each installed into an environment of its own.
+LIGHT = [
+    ("accmt-decorators", "accmt_decorators"),
+    ("accmt-state", "accmt_state"),
+    ("accmt-callbacks", "accmt_callbacks"),
+]
+# Packages on torch. Each one's dependencies include the one before it, so installing them in
+# this order into one environment checks each exactly as a fresh environment would, while
+# paying for one torch install instead of three.
+ON_TORCH = [
+    ("accmt-metrics", "accmt_metrics"),
+    ("accmt-trainer", "accmt_trainer"),
+    ("accmt", "accmt"),
+]
+
+PROBE = """
+import importlib, importlib.metadata, json, sys
+module = importlib.import_module({module!r})
+missing = [name for name in module.__all__ if not hasattr(module, name)]
+print(json.dumps({{
+    "file": module.__file__,
+    "version": importlib.metadata.version({dist!r}),
+    "missing": missing,
+    "heavy": sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "accelerate")),
+    "installed": sorted(d.metadata["Name"] for d in importlib.metadata.distributions()),
+}}))
+"""
+
+
+def wheel_of(wheelhouse: Path, dist: str) -> Path:
+    (found,) = wheelhouse.glob(dist.replace("-", "_") + "-*.whl")
+    return found
+
+
+def probe(python: Path, dist: str, module: str, venv: Path) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(run(python, PROBE.format(module=module, dist=dist)))
+    assert found["file"].startswith(str(venv)), found["file"]
+    assert found["version"].startswith("2."), f"{dist}: an accmt 1.x from the index was imported"
+    assert found["missing"] == [], f"{dist}: __all__ names what the module lacks"
+    return found
+
+
+@pytest.mark.parametrize(("dist", "module"), LIGHT)
+def test_light_wheel_installs_alone_without_torch(
+    tmp_path: Path, wheelhouse: Path, dist: str, module: str
+) -> None:
+    python = fresh_venv(tmp_path / "venv")
+    install(python, wheelhouse, str(wheel_of(wheelhouse, dist)))
+    found = probe(python, dist, module, tmp_path / "venv")
+    assert found["heavy"] == [], f"importing {module} loaded {found['heavy']}"
+    assert "torch" not in found["installed"]
+
+
+def test_torch_wheels_install_with_only_their_dependencies(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    python = fresh_venv(tmp_path / "venv")
+    # The CPU wheel on this machine's disk; the packages' range (torch>=2.4) accepts it.
+    install(python, wheelhouse, "torch==2.13.0")
+    for dist, module in ON_TORCH:
+        install(python, wheelhouse, str(wheel_of(wheelhouse, dist)))
+        probe(python, dist, module, tmp_path / "venv")

@@ -1,3 +1,20 @@
-"""The accmt TrainingState and its versioned, atomic JSON checkpoint serialisation."""
+"""The accmt TrainingState and its versioned, atomic JSON checkpoint serialisation.
 
-__all__: list[str] = []
+Depends on attrs and cattrs only; never imports torch or numpy.
+"""
+
+from ._converter import converter
+from ._errors import StateError
+from ._files import read_json, write_json
+from ._migrations import SCHEMA_VERSION, register_migration
+from ._state import TrainingState
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "StateError",
+    "TrainingState",
+    "converter",
+    "read_json",
+    "register_migration",
+    "write_json",
+]

@@ -1,0 +1,99 @@
+"""StateError: one type, a ValueError, naming the file and every bad field with its JSON path."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accmt_state import StateError, TrainingState, write_json
+
+
+def valid() -> dict[str, Any]:
+    return TrainingState().to_dict()
+
+
+def load_error(tmp_path: Path, data: Any, **options: Any) -> StateError:
+    path = tmp_path / "state.json"
+    write_json(path, data)
+    with pytest.raises(StateError) as caught:
+        TrainingState.load(path, **options)
+    assert str(caught.value).startswith(f"{path}: not a valid TrainingState")
+    assert caught.value.file == str(path)
+    return caught.value
+
+
+def test_state_error_is_a_value_error() -> None:
+    assert issubclass(StateError, ValueError)
+
+
+def test_every_bad_field_is_named_with_its_path(tmp_path: Path) -> None:
+    data = valid()
+    del data["epoch"], data["val_step"]
+    data.update(
+        global_step=-1,
+        train_step="3",
+        finished=1,
+        sampler_seed=2.5,
+        model_savings={"accuracy": "high"},
+        patience_left={"loss": [2]},
+        additional_metrics={"validation": [0.5]},
+        unknown_field=True,
+    )
+    error = load_error(tmp_path, data)
+    assert sorted(line.rsplit(" @ ", 1)[1] for line in error.problems) == [
+        "$",
+        "$.additional_metrics['validation']",
+        "$.epoch",
+        "$.finished",
+        "$.global_step",
+        "$.model_savings['accuracy']",
+        "$.patience_left['loss']",
+        "$.sampler_seed",
+        "$.train_step",
+        "$.val_step",
+    ]
+    message = str(error)
+    assert "required field missing @ $.epoch" in message
+    assert "global_step must be >= 0, got -1 @ $.global_step" in message
+    assert "expected an integer, got a string ('3') @ $.train_step" in message
+    assert "unknown fields 'unknown_field'" in message
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ([], "expected an object, got an array ([]) @ $"),
+        ("state", "expected an object, got a string ('state') @ $"),
+        (None, "expected an object, got null (None) @ $"),
+        (3, "expected an object, got an integer (3) @ $"),
+        ({**valid(), "schema_version": "2"}, "@ $.schema_version"),
+        ({**valid(), "schema_version": 0}, "@ $.schema_version"),
+        ({**valid(), "schema_version": True}, "@ $.schema_version"),
+        ({**valid(), "patience_left": {"loss": -2}}, "patience_left['loss'] must be >= 0"),
+        ({**valid(), "best_train_loss": {"$numberDouble": "inf"}}, "@ $.best_train_loss"),
+        ({**valid(), "best_train_loss": None}, "expected a number, got null"),
+    ],
+)
+def test_wrong_shapes(tmp_path: Path, data: Any, expected: str) -> None:
+    assert expected in str(load_error(tmp_path, data))
+
+
+def test_from_dict_errors_have_no_file() -> None:
+    with pytest.raises(StateError) as caught:
+        TrainingState.from_dict({**valid(), "epoch": -3})
+    assert caught.value.file is None
+    assert str(caught.value).startswith("not a valid TrainingState\n")
+
+
+def test_state_error_pickles() -> None:
+    error = StateError("not a valid TrainingState", ["required field missing @ $.epoch"], "s.json")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.summary, copy.problems, copy.file, str(copy)) == (
+        error.summary,
+        error.problems,
+        error.file,
+        str(error),
+    )

@@ -1,3 +1,19 @@
-"""AcceleratorModule, HyperParameters and the Trainer, on HuggingFace Accelerate."""
+"""The accmt Trainer: write an AcceleratorModule, call ``Trainer.fit``, on Accelerate."""
 
-__all__: list[str] = []
+from ._checkpoints import CheckpointError
+from ._hyperparameters import HyperParameters, HyperParametersError
+from ._module import AcceleratorModule, ExtendedAcceleratorModule
+from ._monitor import Monitor
+from ._options import TrainerConfigError
+from ._trainer import Trainer
+
+__all__ = [
+    "AcceleratorModule",
+    "CheckpointError",
+    "ExtendedAcceleratorModule",
+    "HyperParameters",
+    "HyperParametersError",
+    "Monitor",
+    "Trainer",
+    "TrainerConfigError",
+]

@@ -1,0 +1,201 @@
+"""Checkpoint folders: written whole or not at all, verified before they are trusted.
+
+Layout under ``<model_path>/checkpoints``::
+
+    checkpoint_000004/       one complete checkpoint
+        accelerate/          Accelerate's save_state: model, optimizer, scheduler, scaler, RNGs
+        state.json           the TrainingState
+        callbacks.json       the callbacks' states
+        process_<rank>.pt    each process's loss accumulators
+        manifest.json        written last: versions, world size, every file's size and sha256
+    latest.json              which checkpoint is newest, replaced atomically after each save
+    .tmp-checkpoint_000005/  a checkpoint being written; never read, removed on the next save
+
+Every process writes into the temporary folder; once all have finished, the main process
+writes the manifest, renames the folder into place and moves the pointer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import re
+import shutil
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from accelerate import Accelerator
+
+from accmt_state import StateError, read_json, write_json
+
+MANIFEST = "manifest.json"
+POINTER = "latest.json"
+_NAME = re.compile(r"^checkpoint_(\d{6})$")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be used to resume this run; the message says why."""
+
+
+class Checkpoints:
+    """The checkpoints of one run, under ``root``."""
+
+    def __init__(self, root: Path, max_checkpoints: int | None) -> None:
+        self.root = root
+        self.max_checkpoints = max_checkpoints
+
+    # ---------------------------------------------------------------------------- write
+
+    def save(
+        self,
+        accelerator: Accelerator,
+        index: int,
+        run: Mapping[str, Any],
+        write_main: Callable[[Path], None],
+        write_each: Callable[[Path], None],
+    ) -> Path:
+        """Write checkpoint ``index`` from every process; returns its folder."""
+        final = self.root / f"checkpoint_{index:06d}"
+        temporary = self.root / f".tmp-{final.name}"
+        if accelerator.is_main_process:
+            self.root.mkdir(parents=True, exist_ok=True)
+            shutil.rmtree(temporary, ignore_errors=True)
+            temporary.mkdir()
+        accelerator.wait_for_everyone()
+        accelerator.save_state(str(temporary / "accelerate"))
+        write_each(temporary)
+        if accelerator.is_main_process:
+            write_main(temporary)
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            write_json(
+                temporary / MANIFEST, {**run, "index": index, "files": _inventory(temporary)}
+            )
+            shutil.rmtree(final, ignore_errors=True)
+            temporary.rename(final)
+            write_json(self.root / POINTER, {"latest": final.name})
+            self._retain()
+        accelerator.wait_for_everyone()
+        return final
+
+    def set_aside(self, accelerator: Accelerator) -> None:
+        """Move earlier checkpoints out of the way of a fresh run (``resume=False``)."""
+        if accelerator.is_main_process and self.complete():
+            moved = set_aside_folder(self.root)
+            warnings.warn(f"resume=False: earlier checkpoints moved to {moved}", stacklevel=3)
+        accelerator.wait_for_everyone()
+
+    def _retain(self) -> None:
+        if self.max_checkpoints is None:
+            return
+        for old in self.complete()[: -self.max_checkpoints]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    # ----------------------------------------------------------------------------- read
+
+    def complete(self) -> list[Path]:
+        """Folders that look like finished checkpoints (renamed into place), oldest first."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.iterdir() if _NAME.match(p.name) and p.is_dir())
+
+    def choose(self, which: int) -> tuple[Path, dict[str, Any]] | None:
+        """The checkpoint to resume from, with its manifest, or None when there is none.
+
+        ``which`` is -1 for the newest intact one (the pointer's target when intact; a corrupt
+        newest one is passed over with a warning), or a checkpoint index.
+        """
+        candidates = self.complete()
+        if which != -1:
+            chosen = [p for p in candidates if int(p.name.split("_")[1]) == which]
+            if not chosen:
+                available = [int(p.name.split("_")[1]) for p in candidates]
+                raise CheckpointError(
+                    f"no checkpoint {which} under {self.root}; available: {available}"
+                )
+            return chosen[0], self.verify(chosen[0])
+        for path in reversed(candidates):
+            try:
+                return path, self.verify(path)
+            except CheckpointError as error:
+                warnings.warn(
+                    f"skipping checkpoint {path.name}: {error}; falling back to the one before it",
+                    stacklevel=3,
+                )
+        return None
+
+    def verify(self, path: Path) -> dict[str, Any]:
+        """The checkpoint's manifest, once every file it lists has its size and checksum."""
+        try:
+            manifest: dict[str, Any] = read_json(path / MANIFEST)
+        except StateError as error:
+            raise CheckpointError(f"its manifest is missing or unreadable ({error})") from error
+        files = manifest.get("files")
+        if not isinstance(files, dict) or not files:
+            raise CheckpointError("its manifest lists no files")
+        for name, expected in files.items():
+            found = _describe(path / name) if (path / name).is_file() else None
+            if found != expected:
+                raise CheckpointError(f"{name} is missing, truncated or altered")
+        return manifest
+
+
+def _inventory(folder: Path) -> dict[str, dict[str, Any]]:
+    return {
+        str(path.relative_to(folder)): _describe(path)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.name != MANIFEST
+    }
+
+
+def _describe(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def set_aside_folder(folder: Path) -> Path | None:
+    """Rename ``folder`` to a free ``<name>.old-<n>`` beside it; nothing is deleted."""
+    if not folder.exists():
+        return None
+    n = 1
+    while (target := folder.with_name(f"{folder.name}.old-{n}")).exists():
+        n += 1
+    folder.rename(target)
+    return target
+
+
+def replace_folder(staging: Path, folder: Path) -> None:
+    """Put ``staging`` where ``folder`` is; at every moment one complete version exists."""
+    previous = set_aside_folder(folder)
+    staging.rename(folder)
+    if previous is not None:
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages a checkpoint's contents depend on."""
+    names = ("accmt-trainer", "accmt-state", "accmt-callbacks", "accmt-metrics", "torch",
+             "accelerate")  # fmt: skip
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "unknown"
+    return versions
+
+
+def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: Path) -> None:
+    """Refuse a checkpoint whose data position cannot be mapped onto this run exactly."""
+    for key in ("world_size", "train_batch_size", "grad_accumulation_steps", "batches_per_epoch"):
+        if manifest.get(key) != run[key]:
+            raise CheckpointError(
+                f"checkpoint {path} was made with {key}={manifest.get(key)!r}, but this run has "
+                f"{key}={run[key]!r}; the position within the epoch cannot be mapped exactly. "
+                "Resume with the same settings, or pass resume=False to start afresh."
+            )

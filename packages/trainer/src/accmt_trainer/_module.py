@@ -1,0 +1,116 @@
+"""What the user writes: the model and its steps. The Trainer does the rest."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+    from accelerate import Accelerator
+    from torch.optim import Optimizer
+    from torch.optim.lr_scheduler import LRScheduler
+    from torch.utils.data import DataLoader, Dataset
+
+    from accmt_state import TrainingState
+
+    from ._trainer import Trainer
+
+
+class AcceleratorModule:
+    """Subclass this, set ``self.model``, and override :meth:`training_step`.
+
+    Optionally set ``self.teacher`` (a model kept in eval mode, never updated, moved to the
+    device) and override :meth:`validation_step`, :meth:`get_optimizer`,
+    :meth:`get_scheduler`, :meth:`get_train_dataloader`, :meth:`get_validation_dataloader` and
+    :meth:`collate_fn`. While :meth:`Trainer.fit` runs, ``self.accelerator``, ``self.state``
+    and ``self.trainer`` are bound.
+    """
+
+    model: torch.nn.Module
+    teacher: torch.nn.Module | None = None
+    accelerator: Accelerator
+    state: TrainingState
+    trainer: Trainer
+
+    @property
+    def device(self) -> torch.device:
+        """The device the model trains on."""
+        device: torch.device = self.accelerator.device
+        return device
+
+    def training_step(self, batch: Any) -> torch.Tensor:
+        """Return the loss of one training batch; the Trainer does backward and the step."""
+        raise NotImplementedError(f"{type(self).__name__} must override training_step(batch)")
+
+    def validation_step(self, key: str, batch: Any) -> torch.Tensor | dict[str, Any]:
+        """Evaluate one batch of the validation set named ``key``.
+
+        Return the loss, or a dict with ``"loss"`` and, for each metric by name, a pair
+        ``(predictions, references)``, e.g. ``{"loss": loss, "accuracy": (preds, labels)}``.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} was given validation data but does not override "
+            "validation_step(key, batch)"
+        )
+
+    def get_optimizer(self) -> Optimizer | None:
+        """Return an optimizer, or None to build the one the HyperParameters name."""
+        return None
+
+    def get_scheduler(
+        self, optimizer: Optimizer, num_training_steps: int, num_epochs: int
+    ) -> LRScheduler | None:
+        """Return a scheduler, or None to build the one the HyperParameters name.
+
+        ``num_training_steps`` is the real number of optimizer steps of the whole run (after
+        gradient accumulation and sharding across processes).
+        """
+        return None
+
+    def get_train_dataloader(self, dataset: Dataset[Any]) -> DataLoader[Any] | None:
+        """Return the training DataLoader, or None for the Trainer's own."""
+        return None
+
+    def get_validation_dataloader(self, dataset: Dataset[Any]) -> DataLoader[Any] | None:
+        """Return a validation DataLoader, or None for the Trainer's own."""
+        return None
+
+    def collate_fn(self, batch: list[Any]) -> Any:
+        """Collate samples into a batch. Not overridden: the Trainer's ``collate_fn`` option,
+        else PyTorch's default."""
+        raise NotImplementedError
+
+    def log(self, values: dict[str, float], step: int | None = None) -> None:
+        """Log extra values to the trackers (at the current global step by default)."""
+        self.trainer.log(values, step=step)
+
+
+class ExtendedAcceleratorModule(AcceleratorModule):
+    """An AcceleratorModule whose :meth:`training_step` does its own backward and steps.
+
+    For GANs and several optimizers. Call :meth:`backward`, :meth:`step_optimizer`,
+    :meth:`step_scheduler` and :meth:`zero_grad` from ``training_step``; gradient accumulation
+    still works: on accumulation steps the optimizer and scheduler steps do nothing.
+    ``training_step`` may return a loss for logging, or None.
+    """
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Backward through Accelerate (scales the loss for accumulation and mixed precision)."""
+        self.trainer._backward(loss)
+
+    def step_optimizer(self, optimizer: Optimizer | None = None) -> None:
+        """Clip gradients if asked, then step ``optimizer`` (the Trainer's by default)."""
+        self.trainer._step_optimizer(optimizer)
+
+    def step_scheduler(self, scheduler: LRScheduler | None = None) -> None:
+        """Step ``scheduler`` (the Trainer's by default) when the optimizer stepped."""
+        self.trainer._step_scheduler(scheduler)
+
+    def zero_grad(self, optimizer: Optimizer | None = None) -> None:
+        """Zero the gradients of ``optimizer`` (the Trainer's by default)."""
+        self.trainer._zero_grad(optimizer)
+
+
+def overrides(module: AcceleratorModule, method: str) -> bool:
+    """Whether the user's class overrides ``method`` of AcceleratorModule."""
+    return getattr(type(module), method) is not getattr(AcceleratorModule, method)

@@ -1,0 +1,66 @@
+"""Trains one small model with Trainer.fit; run by tests/distributed/test_trainer.py.
+
+    worker.py OUT BATCH_SIZE ACCUMULATION
+
+On N processes each gets BATCH_SIZE samples per batch; the single-process reference is the same
+script with N x BATCH_SIZE. Each process saves its final weights to OUT/rank<N>.pt.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import TensorDataset
+
+from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
+
+
+def blobs(n: int) -> TensorDataset:
+    generator = torch.Generator().manual_seed(0)
+    centres = torch.tensor([[2.0, 0.0], [-2.0, 1.0], [0.0, -2.5]])
+    labels = torch.randint(0, 3, (n,), generator=generator)
+    return TensorDataset(centres[labels] + 0.6 * torch.randn(n, 2, generator=generator), labels)
+
+
+class Classifier(AcceleratorModule):
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(
+            torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)
+        )
+
+    def training_step(self, batch: Any) -> torch.Tensor:
+        features, labels = batch
+        return torch.nn.functional.cross_entropy(self.model(features), labels)
+
+
+def main() -> None:
+    out, batch_size, accumulation = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    hps = HyperParameters.from_dict(
+        {
+            "epochs": 2,
+            "batch_size": batch_size,
+            "optimizer": "SGD",
+            "optimizer_kwargs": {"lr": 0.1, "momentum": 0.9},
+            "scheduler": "LinearWithWarmup",
+            "scheduler_kwargs": {"num_warmup_steps": 2},
+        }
+    )
+    trainer = Trainer(
+        hps, out / "run", grad_accumulation_steps=accumulation, seed=0, log_with=None,
+        progress_bar=False, cpu=True,
+    )  # fmt: skip
+    state = trainer.fit(Classifier(), blobs(192))
+    weights = {
+        k: v.detach().cpu()
+        for k, v in trainer.accelerator.unwrap_model(trainer.model).state_dict().items()
+    }
+    rank = trainer.accelerator.process_index
+    torch.save({"weights": weights, "global_step": state.global_step}, out / f"rank{rank}.pt")
+
+
+if __name__ == "__main__":
+    main()

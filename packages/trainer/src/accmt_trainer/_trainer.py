@@ -184,7 +184,9 @@ class Trainer:
         """Train ``module`` on ``train_dataset``, evaluating on ``val_dataset`` (one dataset,
         or a dict of named datasets). Returns the final :class:`TrainingState`."""
         self._setup(module, train_dataset, val_dataset)
-        if self.state.finished:
+        if self.state.finished and self._resuming is not None:
+            # Nothing to train; the model is left as the run finished it.
+            self.accelerator.load_state(str(self._resuming[0] / "accelerate"))
             logger.warning(
                 "the run in %s already finished (epoch %d, step %d); nothing to do",
                 *(self.model_path, self.state.epoch, self.state.global_step),

@@ -1,0 +1,78 @@
+"""Kill a run with SIGKILL at random steps and inside checkpoint writes, resume it, and get
+the uninterrupted run's final weights bit for bit: on one process and through torchrun."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from ._launch import WORKERS, free_port
+
+pytestmark = pytest.mark.distributed
+
+WORKER = str(WORKERS / "resume_worker.py")
+# 200 samples, batch 8: 25 batches per process per epoch on one process, 13 on two; with
+# accumulation 2, 13 (resp. 7) optimizer steps per epoch, 3 epochs.
+STEPS = {1: 39, 2: 21}
+
+
+def launch(out: Path, nproc: int, *kill: str) -> subprocess.CompletedProcess[str]:
+    if nproc == 1:
+        command = [sys.executable, WORKER, str(out), *kill]
+    else:
+        command = [
+            sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+            f"--master_port={free_port()}", "--max-restarts=0", WORKER, str(out), *kill,
+        ]  # fmt: skip
+    env = {**__import__("os").environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+
+
+def final_weights(out: Path, nproc: int) -> list[dict[str, object]]:
+    return [torch.load(out / f"final_rank{rank}.pt") for rank in range(nproc)]
+
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
+    tmp_path: Path, nproc: int
+) -> None:
+    seed = random.randrange(10**6)
+    rng = random.Random(seed)
+    total = STEPS[nproc]
+    kills = sorted(rng.sample(range(2, total), 2))
+    story = f"seed {seed}: SIGKILL after steps {kills} and inside the 2nd checkpoint of a launch"
+
+    reference = tmp_path / "uninterrupted"
+    done = launch(reference, nproc)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    resumed = tmp_path / "resumed"
+    for kill in (["--kill-at-step", str(kills[0])], ["--kill-in-checkpoint", "2"],
+                 ["--kill-at-step", str(kills[1])]):  # fmt: skip
+        died = launch(resumed, nproc, *kill)
+        assert died.returncode != 0, f"{story}: {kill} did not kill the run"
+        assert not list(resumed.glob("final_rank*.pt"))
+    done = launch(resumed, nproc)
+    assert done.returncode == 0, f"{story}\n{done.stderr[-3000:]}"
+
+    expected, got = final_weights(reference, nproc), final_weights(resumed, nproc)
+    for rank in range(nproc):
+        assert got[rank]["state"]["global_step"] == total
+        for name, weight in expected[rank]["weights"].items():
+            assert torch.equal(weight, got[rank]["weights"][name]), f"{story}: {name} differs"
+
+
+def test_a_finished_run_resumes_to_nothing(tmp_path: Path) -> None:
+    assert launch(tmp_path, 1).returncode == 0
+    before = torch.load(tmp_path / "final_rank0.pt")
+    again = launch(tmp_path, 1)
+    assert again.returncode == 0
+    assert "already finished" in again.stderr
+    after = torch.load(tmp_path / "final_rank0.pt")
+    for name, weight in before["weights"].items():
+        assert torch.equal(weight, after["weights"][name])

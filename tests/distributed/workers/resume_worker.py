@@ -4,9 +4,9 @@
 
 Trains with shuffling, dropout, gradient accumulation and a warm-up scheduler, checkpointing
 every 3 optimizer steps into OUT/run. ``--kill-at-step N`` SIGKILLs this process right after
-optimizer step N; ``--kill-in-checkpoint K`` SIGKILLs it in the middle of writing its K-th
-checkpoint of this launch (after the model and RNGs are written, before the manifest). A run that completes
-writes each process's final weights to OUT/final_rank<R>.pt.
+optimizer step N; ``--kill-in-checkpoint K`` SIGKILLs it in the middle of writing the K-th
+checkpoint of this launch (after the model and RNGs are written, before the manifest). A run
+that completes writes each process's final weights to OUT/final_rank<R>.pt.
 """
 
 from __future__ import annotations

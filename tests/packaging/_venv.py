@@ -27,3 +27,13 @@ def run(python: Path, code: str) -> str:
     if done.returncode != 0:
         raise AssertionError(f"{code}\n--- exited {done.returncode}\n{done.stderr}")
     return done.stdout
+
+
+def run_script(python: Path, script: Path, *args: str) -> str:
+    """Run a script with the environment's python from its own folder; return its output."""
+    done = subprocess.run(
+        [str(python), str(script), *args], capture_output=True, text=True, cwd=script.parent
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"{script.name} exited {done.returncode}\n{done.stderr[-4000:]}")
+    return done.stdout

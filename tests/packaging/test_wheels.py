@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from ._venv import fresh_venv, install, run
+from ._venv import fresh_venv, install, run, run_script
 
 pytestmark = pytest.mark.packaging
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # Packages that must not load torch, each installed into an environment of its own.
 LIGHT = [
@@ -69,12 +71,44 @@ def test_light_wheel_installs_alone_without_torch(
     assert "torch" not in found["installed"]
 
 
-def test_torch_wheels_install_with_only_their_dependencies(
+def test_every_package_has_a_wheel_and_an_sdist(wheelhouse: Path) -> None:
+    for dist, _ in [*LIGHT, *ON_TORCH]:
+        stem = dist.replace("-", "_")
+        assert len(list(wheelhouse.glob(f"{stem}-2.*-py3-none-any.whl"))) == 1, dist
+        assert len(list(wheelhouse.glob(f"{stem}-2.*.tar.gz"))) == 1, dist
+
+
+def test_decorators_only_runs_its_example(tmp_path: Path, wheelhouse: Path) -> None:
+    python = fresh_venv(tmp_path / "venv")
+    install(python, wheelhouse, str(wheel_of(wheelhouse, "accmt-decorators")))
+    out = run_script(python, EXAMPLES / "decorators_demo.py")
+    assert "[main process] 1 process(es), identity from single" in out
+
+
+def test_torch_wheels_install_with_only_their_dependencies_and_run_their_examples(
     tmp_path: Path, wheelhouse: Path
 ) -> None:
-    python = fresh_venv(tmp_path / "venv")
+    venv = tmp_path / "venv"
+    python = fresh_venv(venv)
     # The CPU wheel on this machine's disk; the packages' range (torch>=2.4) accepts it.
     install(python, wheelhouse, "torch==2.13.0")
-    for dist, module in ON_TORCH:
-        install(python, wheelhouse, str(wheel_of(wheelhouse, dist)))
-        probe(python, dist, module, tmp_path / "venv")
+    wheels = {dist: str(wheel_of(wheelhouse, dist)) for dist, _ in [*LIGHT, *ON_TORCH]}
+
+    install(python, wheelhouse, wheels["accmt-metrics"])
+    probe(python, "accmt-metrics", "accmt_metrics", venv)
+    # The second way: a custom loop on state + callbacks + metrics, without the trainer.
+    install(python, wheelhouse, wheels["accmt-state"], wheels["accmt-callbacks"])
+    out = run_script(python, EXAMPLES / "custom_loop.py")
+    assert "accuracy 0.9" in out, out
+    listing = "import importlib.metadata as m; print([d.name for d in m.distributions()])"
+    assert "accelerate" not in run(python, listing)
+
+    install(python, wheelhouse, wheels["accmt-trainer"])
+    probe(python, "accmt-trainer", "accmt_trainer", venv)
+    # The third way: the meta-package, and the classifier example on real data.
+    install(python, wheelhouse, wheels["accmt"], "scikit-learn")
+    probe(python, "accmt", "accmt", venv)
+    out = run_script(python, EXAMPLES / "train_digits.py", "--epochs", "2",
+                     "--output", str(tmp_path / "digits"))  # fmt: skip
+    assert "validation accuracy: 0." in out, out
+    assert (tmp_path / "digits" / "accuracy" / "model.safetensors").is_file()

@@ -4,6 +4,7 @@ from ._checkpoints import CheckpointError
 from ._hyperparameters import HyperParameters, HyperParametersError
 from ._module import AcceleratorModule, ExtendedAcceleratorModule
 from ._monitor import Monitor
+from ._names import Optimizer, Scheduler
 from ._options import TrainerConfigError
 from ._trainer import Trainer
 
@@ -14,6 +15,8 @@ __all__ = [
     "HyperParameters",
     "HyperParametersError",
     "Monitor",
+    "Optimizer",
+    "Scheduler",
     "Trainer",
     "TrainerConfigError",
 ]

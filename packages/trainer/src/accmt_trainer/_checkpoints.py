@@ -87,6 +87,21 @@ class Checkpoints:
             warnings.warn(f"resume=False: earlier checkpoints moved to {moved}", stacklevel=3)
         accelerator.wait_for_everyone()
 
+    def set_aside_newer(self, accelerator: Accelerator, chosen: Path) -> None:
+        """Move the checkpoints newer than ``chosen`` (``resume=<index>``) into a
+        ``checkpoints.old-<n>`` folder: they belong to the run this one branches off, and an
+        automatic resume must not take them for this run's. Nothing is deleted."""
+        newer = [path for path in self.complete() if path.name > chosen.name]
+        if accelerator.is_main_process and newer:
+            aside = free_sibling(self.root)
+            aside.mkdir()
+            for path in newer:
+                path.rename(aside / path.name)
+            write_json(self.root / POINTER, {"latest": chosen.name})
+            names = ", ".join(path.name for path in newer)
+            warnings.warn(f"resume={_index(chosen)}: newer {names} moved to {aside}", stacklevel=3)
+        accelerator.wait_for_everyone()
+
     def _retain(self) -> None:
         if self.max_checkpoints is None:
             return
@@ -109,9 +124,9 @@ class Checkpoints:
         """
         candidates = self.complete()
         if which != -1:
-            chosen = [p for p in candidates if int(p.name.split("_")[1]) == which]
+            chosen = [p for p in candidates if _index(p) == which]
             if not chosen:
-                available = [int(p.name.split("_")[1]) for p in candidates]
+                available = [_index(p) for p in candidates]
                 raise CheckpointError(
                     f"no checkpoint {which} under {self.root}; available: {available}"
                 )
@@ -158,15 +173,25 @@ def _describe(path: Path) -> dict[str, Any]:
     return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
+def free_sibling(folder: Path) -> Path:
+    """The first ``<name>.old-<n>`` beside ``folder`` that does not exist yet."""
+    n = 1
+    while (target := folder.with_name(f"{folder.name}.old-{n}")).exists():
+        n += 1
+    return target
+
+
 def set_aside_folder(folder: Path) -> Path | None:
     """Rename ``folder`` to a free ``<name>.old-<n>`` beside it; nothing is deleted."""
     if not folder.exists():
         return None
-    n = 1
-    while (target := folder.with_name(f"{folder.name}.old-{n}")).exists():
-        n += 1
+    target = free_sibling(folder)
     folder.rename(target)
     return target
+
+
+def _index(folder: Path) -> int:
+    return int(folder.name.split("_")[1])
 
 
 def replace_folder(staging: Path, folder: Path) -> None:

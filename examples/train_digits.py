@@ -1,0 +1,104 @@
+"""Train a digit classifier on scikit-learn's handwritten digits with accmt's Trainer.
+
+    python examples/train_digits.py                       # one process (CPU or GPU)
+    accelerate launch --multi_gpu --num_processes 2 examples/train_digits.py   # two processes
+    torchrun --nproc_per_node 2 examples/train_digits.py                       # the same
+
+The data ships inside scikit-learn (1,797 8x8 images), so nothing is downloaded. The run
+logs to TensorBoard when it is installed, checkpoints every epoch, keeps the best models by
+validation accuracy and by validation loss, and resumes by itself if it is interrupted and
+started again. (On a machine without GPUs, ``accelerate launch --cpu`` starts one process
+whatever ``--num_processes`` says; ``--multi_gpu`` starts them on gloo.)
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import torch
+from sklearn.datasets import load_digits
+from torch.utils.data import TensorDataset
+
+from accmt import AcceleratorModule, Accuracy, HyperParameters, Trainer, on_main_process
+
+
+def digits(validation_fraction: float = 0.2) -> tuple[TensorDataset, TensorDataset]:
+    """The digits, scaled to [0, 1], split once with a fixed permutation."""
+    images, labels = load_digits(return_X_y=True)
+    features = torch.tensor(images, dtype=torch.float32) / 16.0
+    targets = torch.tensor(labels, dtype=torch.long)
+    order = torch.randperm(len(targets), generator=torch.Generator().manual_seed(0))
+    cut = int(len(order) * (1 - validation_fraction))
+    train, valid = order[:cut], order[cut:]
+    return TensorDataset(features[train], targets[train]), TensorDataset(
+        features[valid], targets[valid]
+    )
+
+
+class DigitClassifier(AcceleratorModule):
+    def __init__(self) -> None:
+        self.model = torch.nn.Sequential(
+            torch.nn.Linear(64, 256),
+            torch.nn.ReLU(),
+            torch.nn.Dropout(0.1),
+            torch.nn.Linear(256, 10),
+        )
+
+    def training_step(self, batch: Any) -> torch.Tensor:
+        images, labels = batch
+        return torch.nn.functional.cross_entropy(self.model(images), labels)
+
+    def validation_step(self, key: str, batch: Any) -> dict[str, Any]:
+        images, labels = batch
+        logits = self.model(images)
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+        return {"loss": loss, "accuracy": (logits.argmax(dim=-1), labels)}
+
+
+@on_main_process
+def report(trainer: Trainer) -> None:
+    state = trainer.state
+    accuracy = state.additional_metrics["validation"]["accuracy"]
+    print(f"validation accuracy: {accuracy:.4f} (best {state.model_savings['accuracy']:.4f})")
+    print(f"epochs: {state.epoch}, optimizer steps: {state.global_step}")
+    print(f"TensorBoard logs:   {trainer.logging_dir}")
+    print(f"checkpoints:        {trainer.model_path / 'checkpoints'}")
+    for rule in trainer.saving_rules.values():
+        print(f"best model ({rule.name}): {trainer.model_path / rule.folder / 'model.safetensors'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=Path("runs/digits"))
+    parser.add_argument("--epochs", type=int, default=25)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    hps = HyperParameters(
+        epochs=args.epochs,
+        batch_size=(32, 256),
+        optimizer="AdamW",
+        optimizer_kwargs={"lr": 3e-3, "weight_decay": 1e-4},
+        scheduler="CosineWithWarmup",
+        scheduler_kwargs={"warmup_ratio": 0.1},
+    )
+    trainer = Trainer(
+        hps,
+        args.output,
+        metrics=[Accuracy()],
+        checkpoint_every="epoch",
+        max_checkpoints=2,
+        log_every=10,
+        seed=0,
+    )
+    trainer.register_model_saving("accuracy")
+    trainer.register_model_saving("best_valid_loss")
+    train, valid = digits()
+    trainer.fit(DigitClassifier(), train, valid)
+    report(trainer)
+
+
+if __name__ == "__main__":
+    main()

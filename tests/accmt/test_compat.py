@@ -1,0 +1,78 @@
+"""The meta-package re-exports the framework and keeps accmt 1.x's documented import paths."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import subprocess
+import sys
+
+import pytest
+
+# accmt 1.x's documented public names, by module, that 2.x keeps.
+ONE_X_NAMES = {
+    "accmt": [
+        "Trainer", "AcceleratorModule", "ExtendedAcceleratorModule", "HyperParameters",
+        "Optimizer", "Scheduler", "Monitor", "Callback", "on_main_process", "on_last_process",
+        "on_local_main_process", "on_local_process", "on_process",
+    ],
+    "accmt.states": ["TrainingState"],
+    "accmt.callbacks": ["Callback"],
+    "accmt.decorators": [
+        "on_main_process", "on_last_process", "on_local_main_process", "on_local_process",
+        "on_process",
+    ],
+    "accmt.metrics": ["Metric"],
+    "accmt.hyperparameters": ["HyperParameters", "Optimizer", "Scheduler"],
+    "accmt.monitor": ["Monitor"],
+    "accmt.modules": ["AcceleratorModule", "ExtendedAcceleratorModule"],
+    "accmt.trainer": ["Trainer"],
+}  # fmt: skip
+
+# What the 2.x issue asks `from accmt import ...` to offer besides.
+TWO_X_NAMES = ["TrainingState", "Metric", "Accuracy", "CallbackHandler", "current_process"]
+
+
+@pytest.mark.parametrize(
+    ("module", "name"), [(m, n) for m, names in ONE_X_NAMES.items() for n in names]
+)
+def test_one_x_public_name_imports(module: str, name: str) -> None:
+    assert getattr(importlib.import_module(module), name) is not None
+
+
+@pytest.mark.parametrize("name", TWO_X_NAMES)
+def test_two_x_names_are_at_the_top(name: str) -> None:
+    import accmt
+
+    assert name in accmt.__all__
+    assert getattr(accmt, name) is not None
+
+
+def test_all_names_resolve_and_are_the_parts_own_objects() -> None:
+    import accmt
+    import accmt_metrics
+    import accmt_trainer
+
+    missing = [name for name in accmt.__all__ if not hasattr(accmt, name)]
+    assert missing == []
+    assert accmt.Trainer is accmt_trainer.Trainer
+    assert accmt.Accuracy is accmt_metrics.Accuracy
+
+
+def test_this_is_accmt_two_not_an_installed_one_x() -> None:
+    import accmt
+
+    assert accmt.__version__ == importlib.metadata.version("accmt")
+    assert accmt.__version__.startswith("2.")
+    assert "packages/accmt" in accmt.__file__.replace("\\", "/")
+
+
+def test_import_builds_no_accelerator_and_no_process_group() -> None:
+    # accmt 1.x made a global Accelerator on import; 2.x must leave Accelerate untouched.
+    code = (
+        "import accmt, accelerate.state as s, torch.distributed as d\n"
+        "print(bool(s.PartialState._shared_state), d.is_initialized(),\n"
+        "      hasattr(accmt, 'accelerator'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False", "False"]

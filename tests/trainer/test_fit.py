@@ -173,6 +173,10 @@ def test_unknown_metric_name_in_validation_step_is_named(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("error", "hook"),
     [
+        (
+            torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+            "on_cuda_out_of_memory",
+        ),
         (RuntimeError("boom"), "on_runtime_error"),
         (KeyboardInterrupt(), "on_keyboard_interrupt"),
         (ValueError("bad"), "on_exception"),

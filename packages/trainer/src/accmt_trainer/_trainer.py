@@ -370,15 +370,16 @@ class Trainer:
         if self.eval_when_start and self.val_dataloaders and self._resuming is None:
             self._evaluate()
         self._resuming = None
-        while self.state.epoch < self.hps.epochs and not self._done():
+        while self.state.epoch < self.hps.epochs and not self._done() and self._signal is None:
             evaluated_last = self._train_epoch(resumed_batches)
             resumed_batches = None
         interrupted = self._signal is not None
         if self.eval_when_finish and self.val_dataloaders and not (evaluated_last or interrupted):
             self._evaluate()
-        if not interrupted:
-            self.state.finished = True
-            self._checkpoint()
+        # A signal that came between steps (during an evaluation, say) is checkpointed here;
+        # one that came during a step already was, at that step.
+        self.state.finished = not interrupted
+        self._checkpoint()
         self.callbacks.call("on_fit_end")
 
     def _done(self) -> bool:
@@ -400,8 +401,9 @@ class Trainer:
             if state.batches_seen_in_epoch == total - 1:
                 state.is_last_training_batch = True
             self._training_step(batch)
-            if self._done() and not state.is_last_training_batch:
-                # Stopped inside the epoch: no end-of-epoch work, the epoch stays unfinished.
+            if self._done() and (self._signal is not None or not state.is_last_training_batch):
+                # Stopped inside the epoch, or by a signal: no end-of-epoch work, the epoch
+                # stays unfinished (a resume from the signal's checkpoint does its end).
                 return False
         return self._end_epoch()
 
@@ -437,10 +439,14 @@ class Trainer:
         return evaluate
 
     def _epoch_end_evaluates(self) -> bool:
-        """Whether this epoch's end evaluates (so a step on its last batch need not)."""
+        """Whether this epoch's end evaluates."""
         return bool(self.val_dataloaders) and (
             (self.state.epoch + 1) % self.evaluate_every_n_epochs == 0
         )
+
+    def _epoch_end_follows(self) -> bool:
+        """Whether this step is the epoch's last and its end evaluates (so the step need not)."""
+        return self.state.is_last_training_batch and self._epoch_end_evaluates()
 
     def _training_step(self, batch: Any) -> None:
         self.callbacks.call("on_before_training_step", batch)
@@ -470,7 +476,7 @@ class Trainer:
             self._log_training()
         evaluated = False
         every = self.evaluate_every_n_steps
-        if every and step % every == 0 and self.val_dataloaders and not self._epoch_end_evaluates():
+        if every and step % every == 0 and self.val_dataloaders and not self._epoch_end_follows():
             self._evaluate()
             evaluated = True
         if (
@@ -535,7 +541,8 @@ class Trainer:
         if self.resume is False:
             self._checkpoints.set_aside(self.accelerator)
             return None
-        which = -1 if self.resume in (None, True) else int(self.resume)
+        # Not `in (None, True)`: resume=1 (== True) names checkpoint 1.
+        which = -1 if self.resume is None or self.resume is True else int(self.resume)
         found = self._checkpoints.choose(which)
         if found is None and self.resume is not None:
             raise CheckpointError(
@@ -543,6 +550,8 @@ class Trainer:
             )
         if found is not None:
             check_compatible(found[1], self._run_facts(), found[0])
+            if which != -1:
+                self._checkpoints.set_aside_newer(self.accelerator, found[0])
         return found
 
     def _load_checkpoint_state(self, folder: Path) -> None:

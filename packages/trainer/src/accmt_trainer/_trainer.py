@@ -25,6 +25,7 @@ from torch.optim.lr_scheduler import LRScheduler
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from accmt_callbacks import Callback, CallbackHandler
+from accmt_decorators import current_process
 from accmt_metrics import Metric
 from accmt_state import TrainingState, write_json
 
@@ -72,7 +73,9 @@ class Trainer:
       from set name to list.
     - ``callbacks``: :class:`accmt_callbacks.Callback` instances.
     - ``mixed_precision`` (``"no"``, ``"fp16"``, ``"bf16"``, ``"fp8"``), ``compile`` (torch
-      dynamo through Accelerate), ``cpu`` (force the CPU).
+      dynamo through Accelerate), ``cpu`` (True forces the CPU; by default, a job of several
+      processes on a machine without an accelerator runs on the CPU with gloo, where
+      Accelerate alone would run each process as a separate single-process job).
     - DataLoader options for the Trainer's own loaders (accmt 1.x's names):
       ``dataloader_num_workers``, ``dataloader_pin_memory``, ``dataloader_drop_last`` (training
       only), ``shuffle_train``, ``sampler`` (training), ``collate_fn``.
@@ -100,7 +103,7 @@ class Trainer:
         callbacks: Sequence[Callback] = (),
         mixed_precision: str | None = None,
         compile: bool = False,
-        cpu: bool = False,
+        cpu: bool | None = None,
         dataloader_num_workers: int = 0,
         dataloader_pin_memory: bool = False,
         dataloader_drop_last: bool = False,
@@ -264,7 +267,7 @@ class Trainer:
 
     def _make_accelerator(self) -> Accelerator:
         return Accelerator(
-            cpu=self.cpu,
+            cpu=_use_cpu(self.cpu),
             mixed_precision=self.mixed_precision,
             gradient_accumulation_steps=self.grad_accumulation_steps,
             # The scheduler is stepped by the loop, once per real optimizer step, and sized
@@ -668,6 +671,8 @@ class Trainer:
             staging.mkdir(parents=True)
         accelerator.wait_for_everyone()
         accelerator.save_model(self.model, str(staging), safe_serialization=True)
+        # Every process must be done with the staging folder before it is renamed.
+        accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             self.state.save(staging / "state.json")
             write_json(staging / "metrics.json", {"rule": rule.name, "values": dict(values)})
@@ -902,3 +907,17 @@ def _check_patience(patience: int | Mapping[str, int] | None) -> dict[str, int] 
     if patience is None or isinstance(patience, int):
         return positive_int("patience", patience, allow_none=True)  # type: ignore[no-any-return]
     return {rule: positive_int(f"patience[{rule!r}]", value) for rule, value in patience.items()}
+
+
+def _use_cpu(cpu: bool | None) -> bool:
+    if cpu is not None:
+        return cpu
+    if current_process().num_processes == 1:
+        return False
+    xpu = getattr(torch, "xpu", None)
+    mps = getattr(torch.backends, "mps", None)
+    return not (
+        torch.cuda.is_available()
+        or (xpu is not None and xpu.is_available())
+        or (mps is not None and mps.is_available())
+    )

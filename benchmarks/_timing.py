@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -30,4 +31,16 @@ def interleaved_medians(runs: dict[str, Callable[[], object]], repeats: int) -> 
 
 
 def python_command(code: str) -> Callable[[], object]:
-    return lambda: subprocess.run([sys.executable, "-c", code], check=True)
+    """A fresh interpreter running ``code``, with bytecode caching on.
+
+    An installed package has its bytecode compiled at install; an editable one only once
+    Python may write ``__pycache__``, which PYTHONDONTWRITEBYTECODE (set on this project's
+    machines) forbids. So it is unset for the child, and a first run warms the cache.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+    def run() -> None:
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+    run()
+    return run

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+from ._typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 from ._process import ProcessInfo, current_process
 

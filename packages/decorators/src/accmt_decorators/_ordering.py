@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from types import TracebackType
-from typing import Any, ParamSpec, TypeVar, overload
 
 from ._collective import wait_for_everyone
 from ._process import ProcessInfo, current_process
 from ._selectors import _is_coroutine_function
+from ._typing import TYPE_CHECKING, overload
 
-P = ParamSpec("P")
-R = TypeVar("R")
+if TYPE_CHECKING:
+    from types import TracebackType
+    from typing import Any, ParamSpec, TypeVar
+
+    P = ParamSpec("P")
+    R = TypeVar("R")
 
 
 class ProcessFirst:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Literal, NamedTuple
 
-Source = Literal["accelerate", "torch.distributed", "environment", "single"]
+from ._typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Source = Literal["accelerate", "torch.distributed", "environment", "single"]
 
 # Launchers name the same four numbers differently. Each row is
 # (global rank, world size, local rank, local world size); the first row whose rank and world
@@ -25,18 +29,60 @@ _LAUNCHER_VARIABLES = (
 )
 
 
-class ProcessInfo(NamedTuple):
+class ProcessInfo:
     """Where the calling process stands in its job.
 
     ``source`` says which authority answered: an initialised Accelerate state, an initialised
     ``torch.distributed`` group, the launcher's environment variables, or none (a single process).
+    Immutable; compares equal by value.
     """
+
+    __slots__ = (
+        "local_process_index",
+        "num_local_processes",
+        "num_processes",
+        "process_index",
+        "source",
+    )
+    _FIELDS = ("process_index", "local_process_index", "num_processes", "num_local_processes",
+               "source")  # fmt: skip
 
     process_index: int
     local_process_index: int
     num_processes: int
     num_local_processes: int
     source: Source
+
+    def __init__(
+        self,
+        process_index: int,
+        local_process_index: int,
+        num_processes: int,
+        num_local_processes: int,
+        source: Source,
+    ) -> None:
+        values = (process_index, local_process_index, num_processes, num_local_processes, source)
+        for name, value in zip(self._FIELDS, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"ProcessInfo is immutable; cannot set {name}")
+
+    def _asdict(self) -> dict[str, Any]:
+        """The fields by name, in order."""
+        return {name: getattr(self, name) for name in self._FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProcessInfo):
+            return NotImplemented
+        return self._asdict() == other._asdict()
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._asdict().values()))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in self._asdict().items())
+        return f"ProcessInfo({fields})"
 
     @property
     def is_main_process(self) -> bool:

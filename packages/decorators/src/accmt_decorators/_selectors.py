@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Literal, ParamSpec, TypeVar, overload
 
 from ._collective import gather_objects
 from ._process import ProcessInfo, current_process
+from ._typing import TYPE_CHECKING, overload
 
-P = ParamSpec("P")
-R = TypeVar("R")
+if TYPE_CHECKING:
+    from typing import Any, Literal, ParamSpec, TypeVar
+
+    P = ParamSpec("P")
+    R = TypeVar("R")
 
 # Given the calling process, the global index of the process chosen to run for it.
 Chooser = Callable[[ProcessInfo], int]

@@ -294,3 +294,22 @@ def test_clip_grad_bounds_the_update(tmp_path: Path) -> None:
     run = trainer(tmp_path, hps=hps(epochs=1), clip_grad=0.01, callbacks=[Norms()])
     run.fit(Classifier(), TensorDataset(100 * torch.randn(64, 2), torch.randint(0, 3, (64,))))
     assert max(norms) <= 0.01 + 1e-6
+
+
+def test_mixed_precision_reaches_accelerate(tmp_path: Path) -> None:
+    module = Classifier()
+    dtypes: list[torch.dtype] = []
+    # Accelerate casts the model's outputs back to float32; inside, layers run in bfloat16.
+    module.model[0].register_forward_hook(lambda layer, inputs, out: dtypes.append(out.dtype))
+    run = trainer(tmp_path, hps=hps(epochs=1), mixed_precision="bf16", cpu=True)
+    run.fit(module, blobs(64))
+    assert run.accelerator.mixed_precision == "bf16"
+    assert dtypes
+    assert set(dtypes) == {torch.bfloat16}
+
+
+def test_compile_asks_accelerate_for_inductor(tmp_path: Path) -> None:
+    # Compiling itself takes minutes on this CPU; that the option reaches Accelerate's dynamo
+    # plugin is what the Trainer owns.
+    accelerator = trainer(tmp_path, compile=True)._make_accelerator()
+    assert str(accelerator.state.dynamo_plugin.backend).lower().endswith("inductor")

@@ -170,8 +170,10 @@ class Callback:
     def on_epoch_end(self) -> None:
         """Fires when an epoch's training ends, after its last training step.
 
-        Also after the evaluation and checkpoint that run at the end of the epoch, if any, and
-        after the step where a stop was requested. ``state.epoch`` is still that epoch.
+        Also after the evaluation that runs at the end of the epoch, if any; the epoch's
+        checkpoint, if one is due, follows this hook. ``state.epoch`` is still that epoch. An
+        epoch cut short by a stop request does not end: ``on_fit_end`` follows the step where
+        the stop was requested.
         """
 
     # One training step, in this order. The optimizer, scheduler and zero_grad hooks fire only

@@ -5,98 +5,24 @@ accmt-metrics, accmt-trainer), so that ``from accmt import Trainer`` and accmt 1
 paths keep working. Importing it builds nothing: no Accelerator, no process group.
 """
 
-from accmt_callbacks import (
-    HOOKS,
-    Callback,
-    CallbackHandler,
-    EarlyStopping,
-    LambdaCallback,
-    PrintLogger,
-)
-from accmt_decorators import (
-    NoProcessGroupError,
-    ProcessInfo,
-    current_process,
-    local_main_process_first,
-    main_process_first,
-    on_last_process,
-    on_local_main_process,
-    on_local_process,
-    on_main_process,
-    on_process,
-    wait_for_everyone,
-)
-from accmt_metrics import (
-    F1,
-    Accuracy,
-    Mean,
-    MeanAbsoluteError,
-    MeanSquaredError,
-    Metric,
-    MetricError,
-    Perplexity,
-    Precision,
-    Recall,
-    TorchMetricsAdapter,
-)
-from accmt_state import SCHEMA_VERSION, StateError, TrainingState, register_migration
-from accmt_trainer import (
-    AcceleratorModule,
-    CheckpointError,
-    ExtendedAcceleratorModule,
-    HyperParameters,
-    HyperParametersError,
-    Monitor,
-    Optimizer,
-    Scheduler,
-    Trainer,
-    TrainerConfigError,
-)
+import accmt_callbacks as _callbacks
+import accmt_decorators as _decorators
+import accmt_metrics as _metrics
+import accmt_state as _state
+import accmt_trainer as _trainer
+
+# Every public name of every part, so that a name a part adds is here without an edit.
+from accmt_callbacks import *  # noqa: F403
+from accmt_decorators import *  # noqa: F403
+from accmt_metrics import *  # noqa: F403
+from accmt_state import *  # noqa: F403
+from accmt_trainer import *  # noqa: F403
 
 __version__ = "2.0.0"
 
-__all__ = [
-    "F1",
-    "HOOKS",
-    "SCHEMA_VERSION",
-    "AcceleratorModule",
-    "Accuracy",
-    "Callback",
-    "CallbackHandler",
-    "CheckpointError",
-    "EarlyStopping",
-    "ExtendedAcceleratorModule",
-    "HyperParameters",
-    "HyperParametersError",
-    "LambdaCallback",
-    "Mean",
-    "MeanAbsoluteError",
-    "MeanSquaredError",
-    "Metric",
-    "MetricError",
-    "Monitor",
-    "NoProcessGroupError",
-    "Optimizer",
-    "Perplexity",
-    "Precision",
-    "PrintLogger",
-    "ProcessInfo",
-    "Recall",
-    "Scheduler",
-    "StateError",
-    "TorchMetricsAdapter",
-    "Trainer",
-    "TrainerConfigError",
-    "TrainingState",
-    "__version__",
-    "current_process",
-    "local_main_process_first",
-    "main_process_first",
-    "on_last_process",
-    "on_local_main_process",
-    "on_local_process",
-    "on_main_process",
-    "on_process",
-    "register_migration",
-    "wait_for_everyone",
-]
+__all__ = ["__version__"]
+__all__ += _decorators.__all__
+__all__ += _state.__all__
+__all__ += _callbacks.__all__
+__all__ += _metrics.__all__
+__all__ += _trainer.__all__

@@ -1,5 +1,4 @@
 """accmt 1.x's ``accmt.states``: the TrainingState (now from accmt-state)."""
 
-from accmt_state import SCHEMA_VERSION, StateError, TrainingState, register_migration
-
-__all__ = ["SCHEMA_VERSION", "StateError", "TrainingState", "register_migration"]
+from accmt_state import *  # noqa: F403
+from accmt_state import __all__ as __all__

@@ -119,8 +119,10 @@ class Checkpoints:
     def choose(self, which: int) -> tuple[Path, dict[str, Any]] | None:
         """The checkpoint to resume from, with its manifest, or None when there is none.
 
-        ``which`` is -1 for the newest intact one (the pointer's target when intact; a corrupt
-        newest one is passed over with a warning), or a checkpoint index.
+        ``which`` is -1 for the newest intact one (a corrupt newest one is passed over with a
+        warning), or a checkpoint index. Folders are only ever renamed into place complete, so
+        the newest by index is what ``latest.json`` names; the pointer is for people and tools,
+        and choosing by index still works when a crash came between the rename and the pointer.
         """
         candidates = self.complete()
         if which != -1:

@@ -313,3 +313,23 @@ def test_compile_asks_accelerate_for_inductor(tmp_path: Path) -> None:
     # plugin is what the Trainer owns.
     accelerator = trainer(tmp_path, compile=True)._make_accelerator()
     assert str(accelerator.state.dynamo_plugin.backend).lower().endswith("inductor")
+
+
+def test_monitor_logs_what_it_is_asked(tmp_path: Path) -> None:
+    from accmt_trainer import Monitor
+
+    logged: list[dict[str, float]] = []
+    run = trainer(tmp_path, hps=hps(epochs=1), log_every=2,
+                  monitor=Monitor(learning_rate=True, grad_norm=True, throughput=True,
+                                  memory=True, additional_metrics=False))  # fmt: skip
+    run.log = lambda values, step=None: logged.append(dict(values))  # type: ignore[method-assign]
+    run.fit(Classifier(), blobs(64), blobs(32, seed=1))
+    training = [values for values in logged if "train/loss" in values]
+    assert len(training) == 2  # 4 optimizer steps, a log every 2
+    expected = {"train/loss", "train/epoch", "train/lr", "train/grad_norm",
+                "train/samples_per_second", "train/memory_gib"}  # fmt: skip
+    assert set(training[0]) == expected
+    assert all(values["train/samples_per_second"] > 0 for values in training)
+    evaluation = [values for values in logged if "validation/loss" in values]
+    assert evaluation
+    assert all("validation/accuracy" not in values for values in evaluation)

@@ -416,7 +416,7 @@ class Trainer:
         batches = resumed_batches or iter(self._epoch_loader())
         total = len(self.train_dataloader)
         self._progress.start_epoch(state.epoch, self.hps.epochs, total, state.batches_seen_in_epoch)
-        self._clock = (time.perf_counter(), 0)
+        self._last_log_time = time.perf_counter()
         for batch in batches:
             if state.batches_seen_in_epoch == total - 1:
                 state.is_last_training_batch = True
@@ -773,12 +773,12 @@ class Trainer:
         self.log(values)
 
     def _throughput(self) -> float:
-        started, _ = self._clock
+        """Samples of all processes per second since the last log (or the epoch's start)."""
         now = time.perf_counter()
         batches = self.log_every * self.grad_accumulation_steps
         samples = batches * self.hps.train_batch_size * self.accelerator.num_processes
-        self._clock = (now, 0)
-        return float(samples) / max(now - started, 1e-9)
+        elapsed, self._last_log_time = now - self._last_log_time, now
+        return float(samples) / max(elapsed, 1e-9)
 
     def _end_epoch_loss(self) -> None:
         self._epoch_loss_mean = mean = self._epoch_loss.reduce_mean(self.accelerator)

@@ -1,13 +1,14 @@
 """Train a digit classifier on scikit-learn's handwritten digits with accmt's Trainer.
 
     python examples/train_digits.py                       # one process (CPU or GPU)
-    accelerate launch --multi_gpu --num_processes 2 examples/train_digits.py   # two processes
-    torchrun --nproc_per_node 2 examples/train_digits.py                       # the same
+    accelerate launch --multi_gpu --num_processes 2 examples/train_digits.py --output runs/d2
+    torchrun --nproc_per_node 2 examples/train_digits.py --output runs/d2     # the same
 
 The data ships inside scikit-learn (1,797 8x8 images), so nothing is downloaded. The run
 logs to TensorBoard when it is installed, checkpoints every epoch, keeps the best models by
 validation accuracy and by validation loss, and resumes by itself if it is interrupted and
-started again. (On a machine without GPUs, ``accelerate launch --cpu`` starts one process
+started again; a run's checkpoints belong to its number of processes, so a run on two
+processes gets its own ``--output``. (On a machine without GPUs, ``accelerate launch --cpu`` starts one process
 whatever ``--num_processes`` says; ``--multi_gpu`` starts them on gloo.)
 """
 

@@ -8,8 +8,8 @@ The data ships inside scikit-learn (1,797 8x8 images), so nothing is downloaded.
 logs to TensorBoard when it is installed, checkpoints every epoch, keeps the best models by
 validation accuracy and by validation loss, and resumes by itself if it is interrupted and
 started again; a run's checkpoints belong to its number of processes, so a run on two
-processes gets its own ``--output``. (On a machine without GPUs, ``accelerate launch --cpu`` starts one process
-whatever ``--num_processes`` says; ``--multi_gpu`` starts them on gloo.)
+processes gets its own ``--output``. (On a machine without GPUs, ``accelerate launch --cpu``
+starts one process whatever ``--num_processes`` says; ``--multi_gpu`` starts them on gloo.)
 """
 
 from __future__ import annotations

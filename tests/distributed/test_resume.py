@@ -44,7 +44,10 @@ def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
     seed = random.randrange(10**6)
     rng = random.Random(seed)
     total = STEPS[nproc]
-    kills = sorted(rng.sample(range(2, total), 2))
+    # Two kills after random steps, then one inside the second checkpoint the next launch
+    # writes: each kill comes after the step the run resumes from (checkpoints every 3 steps),
+    # and that last launch still has two checkpoints to write before the run ends.
+    kills = sorted(rng.sample(range(2, total - 8), 2))
     story = f"seed {seed}: SIGKILL after steps {kills} and inside the 2nd checkpoint of a launch"
 
     reference = tmp_path / "uninterrupted"
@@ -52,8 +55,8 @@ def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
     assert done.returncode == 0, done.stderr[-3000:]
 
     resumed = tmp_path / "resumed"
-    for kill in (["--kill-at-step", str(kills[0])], ["--kill-in-checkpoint", "2"],
-                 ["--kill-at-step", str(kills[1])]):  # fmt: skip
+    for kill in (["--kill-at-step", str(kills[0])], ["--kill-at-step", str(kills[1])],
+                 ["--kill-in-checkpoint", "2"]):  # fmt: skip
         died = launch(resumed, nproc, *kill)
         assert died.returncode != 0, f"{story}: {kill} did not kill the run"
         assert not list(resumed.glob("final_rank*.pt"))

@@ -39,11 +39,10 @@ FIELD_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     "best_valid_loss": st.floats(),
     "finished": st.booleans(),
     "num_checkpoints_made": counts,
-    "train_dataloader_idx": counts,
-    "samples_seen_in_epoch": counts,
     "batches_seen_in_epoch": counts,
-    "sampler_seed": st.none() | st.integers(),
-    "schema_version": st.just(2),
+    "last_evaluation_step": st.none() | counts,
+    "skipped_steps": counts,
+    "schema_version": st.just(3),
 }
 assert set(FIELD_STRATEGIES) == set(attrs.fields_dict(TrainingState)), "a field lacks a strategy"
 

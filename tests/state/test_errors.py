@@ -36,7 +36,8 @@ def test_every_bad_field_is_named_with_its_path(tmp_path: Path) -> None:
         global_step=-1,
         train_step="3",
         finished=1,
-        sampler_seed=2.5,
+        last_evaluation_step=2.5,
+        skipped_steps=-1,
         model_savings={"accuracy": "high"},
         patience_left={"loss": [2]},
         additional_metrics={"validation": [0.5]},
@@ -49,9 +50,10 @@ def test_every_bad_field_is_named_with_its_path(tmp_path: Path) -> None:
         "$.epoch",
         "$.finished",
         "$.global_step",
+        "$.last_evaluation_step",
         "$.model_savings['accuracy']",
         "$.patience_left['loss']",
-        "$.sampler_seed",
+        "$.skipped_steps",
         "$.train_step",
         "$.val_step",
     ]
@@ -59,6 +61,8 @@ def test_every_bad_field_is_named_with_its_path(tmp_path: Path) -> None:
     assert "required field missing @ $.epoch" in message
     assert "global_step must be >= 0, got -1 @ $.global_step" in message
     assert "expected an integer, got a string ('3') @ $.train_step" in message
+    assert "skipped_steps must be >= 0, got -1 @ $.skipped_steps" in message
+    assert "@ $.last_evaluation_step" in message
     assert "unknown fields 'unknown_field'" in message
 
 
@@ -75,6 +79,18 @@ def test_every_bad_field_is_named_with_its_path(tmp_path: Path) -> None:
         ({**valid(), "patience_left": {"loss": -2}}, "patience_left['loss'] must be >= 0"),
         ({**valid(), "best_train_loss": {"$numberDouble": "inf"}}, "@ $.best_train_loss"),
         ({**valid(), "best_train_loss": None}, "expected a number, got null"),
+        ({**valid(), "last_evaluation_step": -5}, "last_evaluation_step must be >= 0, got -5"),
+        ({**valid(), "last_evaluation_step": True}, "@ $.last_evaluation_step"),
+        ({**valid(), "skipped_steps": None}, "@ $.skipped_steps"),
+        (
+            {k: v for k, v in valid().items() if k != "skipped_steps"},
+            "required field missing @ $.skipped_steps",
+        ),
+        (
+            {k: v for k, v in valid().items() if k != "last_evaluation_step"},
+            "required field missing @ $.last_evaluation_step",
+        ),
+        ({**valid(), "sampler_seed": 1234}, "unknown fields 'sampler_seed'"),
     ],
 )
 def test_wrong_shapes(tmp_path: Path, data: Any, expected: str) -> None:

@@ -28,12 +28,13 @@ DEFAULTS = {
     "best_valid_loss": math.inf,
     "finished": False,
     "num_checkpoints_made": 0,
-    "train_dataloader_idx": 0,
-    "samples_seen_in_epoch": 0,
     "batches_seen_in_epoch": 0,
-    "sampler_seed": None,
-    "schema_version": 2,
+    "last_evaluation_step": None,
+    "skipped_steps": 0,
+    "schema_version": 3,
 }
+
+REMOVED_IN_SCHEMA_3 = ["train_dataloader_idx", "samples_seen_in_epoch", "sampler_seed"]
 
 COUNTERS = [name for name, value in DEFAULTS.items() if type(value) is int]
 FLAGS = [name for name, value in DEFAULTS.items() if type(value) is bool]
@@ -48,8 +49,11 @@ NONSENSE: list[tuple[str, Any, type[Exception]]] = [
     ("best_train_loss", "inf", TypeError),
     ("best_valid_loss", True, TypeError),
     ("best_valid_loss", None, TypeError),
-    ("sampler_seed", True, TypeError),
-    ("sampler_seed", 1.5, TypeError),
+    ("last_evaluation_step", -1, ValueError),
+    ("last_evaluation_step", True, TypeError),
+    ("last_evaluation_step", 1.5, TypeError),
+    ("last_evaluation_step", 1.0, TypeError),
+    ("last_evaluation_step", "3", TypeError),
     ("additional_metrics", {1: {}}, TypeError),
     ("additional_metrics", {"validation": {2: 0.5}}, TypeError),
     ("additional_metrics", {"validation": 0.5}, TypeError),
@@ -65,7 +69,32 @@ NONSENSE: list[tuple[str, Any, type[Exception]]] = [
 
 def test_defaults_are_accmt_1x_ones_plus_resume_fields() -> None:
     assert attrs.asdict(TrainingState()) == DEFAULTS
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
+    assert "skipped_steps" in COUNTERS  # so NONSENSE checks it like every other counter
+
+
+@pytest.mark.parametrize("name", REMOVED_IN_SCHEMA_3)
+def test_fields_removed_in_schema_3_are_gone(name: str) -> None:
+    state = TrainingState()
+    assert not hasattr(state, name)
+    assert name not in attrs.fields_dict(TrainingState)
+    assert name not in state.to_dict()
+    with pytest.raises(TypeError, match=name):
+        TrainingState(**{name: 0})
+    with pytest.raises(TypeError, match="unknown or read-only fields"):
+        state.update(**{name: 0})
+    with pytest.raises(StateError, match=rf"unknown fields '{name}'"):
+        TrainingState.from_dict({**state.to_dict(), name: 0})
+
+
+def test_last_evaluation_step_is_none_or_a_count() -> None:
+    state = TrainingState()
+    for value in (0, 1024, None):
+        state.last_evaluation_step = value
+        assert state.last_evaluation_step == value
+        assert TrainingState(last_evaluation_step=value).last_evaluation_step == value
+        assert TrainingState.from_dict(state.to_dict()).last_evaluation_step == value
+    assert TrainingState(last_evaluation_step=7).to_dict()["last_evaluation_step"] == 7
 
 
 def test_mutable_dict_defaults_are_not_shared() -> None:
@@ -108,12 +137,17 @@ def test_schema_version_is_fixed() -> None:
         state.schema_version = 1
     with pytest.raises(ValueError, match="schema_version"):
         TrainingState(schema_version=1)
+    with pytest.raises(ValueError, match="schema_version must be 3, got 2"):
+        TrainingState(schema_version=2)
 
 
 def test_update_sets_several_fields() -> None:
     state = TrainingState()
-    state.update(global_step=10, epoch=2, finished=True, sampler_seed=7)
-    assert (state.global_step, state.epoch, state.finished, state.sampler_seed) == (10, 2, True, 7)
+    state.update(global_step=10, epoch=2, finished=True, last_evaluation_step=7, skipped_steps=2)
+    assert (state.global_step, state.epoch, state.finished) == (10, 2, True)
+    assert (state.last_evaluation_step, state.skipped_steps) == (7, 2)
+    state.update(last_evaluation_step=None)
+    assert state.last_evaluation_step is None
 
 
 def test_update_is_all_or_nothing() -> None:
@@ -121,10 +155,20 @@ def test_update_is_all_or_nothing() -> None:
     with pytest.raises(ValueError, match="epoch"):
         state.update(global_step=10, epoch=-1)
     assert state == TrainingState()
+    with pytest.raises(ValueError, match="last_evaluation_step"):
+        state.update(skipped_steps=1, last_evaluation_step=-1)
+    assert state == TrainingState()
 
 
 @pytest.mark.parametrize(
-    "changes", [{"step": 1}, {"global_step": 1, "nope": 2}, {"schema_version": 2}]
+    "changes",
+    [
+        {"step": 1},
+        {"global_step": 1, "nope": 2},
+        {"schema_version": 2},
+        {"schema_version": 3},
+        {"global_step": 1, "sampler_seed": 7},
+    ],
 )
 def test_update_rejects_unknown_names(changes: dict[str, Any]) -> None:
     state = TrainingState()
@@ -143,7 +187,8 @@ def test_to_dict_is_plain_strict_json_data() -> None:
     data = state.to_dict()
     assert data["best_train_loss"] == {"$numberDouble": "Infinity"}
     assert data["additional_metrics"] == {"validation": {"loss": {"$numberDouble": "NaN"}}}
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
+    assert (data["last_evaluation_step"], data["skipped_steps"]) == (None, 0)
     assert list(data) == list(DEFAULTS)
 
 

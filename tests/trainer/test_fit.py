@@ -14,6 +14,8 @@ from accmt_callbacks import HOOKS, Callback
 from accmt_metrics import Accuracy
 from accmt_trainer import ExtendedAcceleratorModule, HyperParameters, Trainer
 
+from accmt_trainer._setup import make_accelerator
+
 from .conftest import Classifier, blobs
 
 
@@ -311,7 +313,7 @@ def test_mixed_precision_reaches_accelerate(tmp_path: Path) -> None:
 def test_compile_asks_accelerate_for_inductor(tmp_path: Path) -> None:
     # Compiling itself takes minutes on this CPU; that the option reaches Accelerate's dynamo
     # plugin is what the Trainer owns.
-    accelerator = trainer(tmp_path, compile=True)._make_accelerator()
+    accelerator = make_accelerator(trainer(tmp_path, compile=True).accelerator_options())
     assert str(accelerator.state.dynamo_plugin.backend).lower().endswith("inductor")
 
 

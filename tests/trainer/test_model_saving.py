@@ -227,19 +227,22 @@ def test_exhausted_patience_ends_the_run_cleanly(tmp_path: Path) -> None:
     # Evaluations 2 and 3 do not improve: the run ends after the third epoch.
     assert (state.epoch, state.global_step, state.evaluations_done) == (3, 6, 3)
     assert state.patience_left == {"best_valid_loss": 0}
-    assert state.finished
+    # Patience stopped it before its own end: the run is not finished, and says why.
+    assert not state.finished
     assert ends.hooks == ["on_fit_start", "on_fit_end"]
     final = saved(folders(tmp_path)[-1])
-    assert (final.global_step, final.finished) == (6, True)
+    assert (final.global_step, final.finished) == (6, False)
     assert final.patience_left == {"best_valid_loss": 0}
 
+    # Fit again: it continues from step 6, and the exhausted patience ends it at the next
+    # evaluation that does not improve.
     later = Ends()
     again = fit(
         make(tmp_path, hps=FROZEN, patience=2, callbacks=[later]), train=blobs(32),
         val=blobs(16, seed=1),
     )  # fmt: skip
-    assert later.hooks == []
-    assert (again.global_step, again.finished) == (6, True)
+    assert later.hooks == ["on_fit_start", "on_fit_end"]
+    assert (again.global_step, again.evaluations_done, again.finished) == (8, 4, False)
 
 
 def test_patience_and_best_values_survive_a_resume(tmp_path: Path) -> None:
@@ -267,7 +270,7 @@ def test_patience_per_rule_waits_for_the_rules_that_have_one(tmp_path: Path) -> 
     trainer.register_model_saving("accuracy")
     state = fit(trainer, train=blobs(32), val=blobs(16, seed=1))
     assert state.patience_left == {"accuracy": 0}
-    assert (state.evaluations_done, state.finished) == (2, True)
+    assert (state.evaluations_done, state.finished) == (2, False)
 
 
 def test_patience_for_an_unknown_rule_is_named(tmp_path: Path) -> None:

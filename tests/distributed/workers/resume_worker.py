@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch.utils.data import TensorDataset
 
-from accmt_callbacks import Callback
+from accmt_callbacks import Callback, CallbackHandler
 from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
 
 
@@ -54,18 +54,19 @@ class KillAtStep(Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def kill_inside_checkpoint(trainer: Trainer, which: int) -> None:
-    """SIGKILL the main process half-way through the ``which``-th checkpoint it writes."""
-    write = trainer._write_checkpoint_files
+def kill_inside_checkpoint(which: int) -> None:
+    """SIGKILL the main process half-way through the ``which``-th checkpoint it writes: the
+    callbacks' file is written after Accelerate's files and before the manifest."""
+    write = CallbackHandler.save_state
     written = []
 
-    def half_write(folder: Path) -> None:
-        write(folder)
-        written.append(folder)
+    def half_write(handler: CallbackHandler, path: str | os.PathLike[str]) -> None:
+        write(handler, path)
+        written.append(path)
         if len(written) == which:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    trainer._write_checkpoint_files = half_write  # type: ignore[method-assign]
+    CallbackHandler.save_state = half_write  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -91,7 +92,7 @@ def main() -> None:
         callbacks=callbacks,
     )  # fmt: skip
     if args.kill_in_checkpoint:
-        kill_inside_checkpoint(trainer, args.kill_in_checkpoint)
+        kill_inside_checkpoint(args.kill_in_checkpoint)
     state = trainer.fit(Classifier(), data(200, seed=1), data(48, seed=2))
     model = trainer.accelerator.unwrap_model(trainer.model)
     weights = {name: value.detach().cpu() for name, value in model.state_dict().items()}

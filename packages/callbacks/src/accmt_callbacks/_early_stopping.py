@@ -95,7 +95,14 @@ class EarlyStopping(Callback):
     def on_evaluation_end(self) -> None:
         """Read the monitored value, update best and wait, and request a stop when due."""
         value = self.monitored_value()
-        if self._improves(value):
+        self.record(value, improved=self._improves(value))
+
+    def record(self, value: float | None, *, improved: bool) -> None:
+        """Count one judgement of the monitored value: an improvement resets the wait (and
+        makes ``value`` the best), anything else adds one; a stop is requested once the wait
+        reaches ``patience``. ``on_evaluation_end`` calls it; a loop that judges improvement
+        itself (the accmt Trainer's ``patience``, with its saving rules) calls it directly."""
+        if improved:
             self.best = value
             self.wait = 0
         else:
@@ -104,7 +111,8 @@ class EarlyStopping(Callback):
         if self.wait >= self.patience:
             best = "none finite" if self.best is None else f"{self.best:g}"
             self.request_stop(
-                f"EarlyStopping: {self.monitor} has not improved for {self.wait} evaluation(s) "
+                f"{type(self).__qualname__}: {self.monitor} has not improved for {self.wait} "
+                "evaluation(s) "
                 f"(mode={self.mode!r}, min_delta={self.min_delta:g}, best {best})"
             )
 

@@ -2,7 +2,9 @@
 
 Version 1 is accmt 1.x's ``state.json``: the TrainingState fields written by ``json.dump``
 (bare ``Infinity`` included), with no ``schema_version`` key. Version 2 adds the fields exact
-mid-epoch resume needs and the ``schema_version`` key itself.
+mid-epoch resume needs and the ``schema_version`` key itself. Version 3 drops the fields that
+nothing read (``train_dataloader_idx``, ``samples_seen_in_epoch``, ``sampler_seed``) and adds
+``last_evaluation_step`` and ``skipped_steps``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from ._converter import describe
 from ._errors import fields_error
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this accmt-state writes; files of older versions are migrated on load."""
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -108,3 +110,17 @@ def _from_accmt_1(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(patience, dict):
         migrated["patience_left"] = {rule: left for rule, left in patience.items() if left != -1}
     return migrated
+
+
+@register_migration(2)
+def _drop_unread_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 2 to 3: the position in the epoch is ``batches_seen_in_epoch`` alone; the data
+    order is Accelerate's seedable sampler's, a function of (seed, epoch), so neither the samples
+    count nor the sampler's seed was ever read, and accmt 2 has one training loader.
+
+    - ``last_evaluation_step``: unknown for a run of schema 2; None (the next evaluation runs).
+    - ``skipped_steps``: schema 2 never skipped a step; 0.
+    """
+    for name in ("train_dataloader_idx", "samples_seen_in_epoch", "sampler_seed"):
+        data.pop(name, None)
+    return {**data, "last_evaluation_step": None, "skipped_steps": 0}

@@ -21,7 +21,6 @@ from ._validators import (
     optional,
     real_number,
     rule,
-    whole_number,
 )
 
 
@@ -69,12 +68,12 @@ class TrainingState:
         best_valid_loss: Best validation loss achieved.
         finished: Whether the run has already finished.
         num_checkpoints_made: Number of checkpoints made.
-        train_dataloader_idx: Index of the training dataloader in use.
-        samples_seen_in_epoch: Samples consumed in the current epoch, summed over all
-            processes; with ``sampler_seed`` it locates the exact resume point.
-        batches_seen_in_epoch: Training batches this process consumed in the current epoch.
-        sampler_seed: Seed of the seedable sampler, whose order is a function of
-            (seed, epoch); None when the sampler is not seedable.
+        batches_seen_in_epoch: Training batches this process consumed in the current epoch;
+            a resume skips exactly these.
+        last_evaluation_step: The ``global_step`` of the latest evaluation (None before the
+            first), so that the same weights are never evaluated twice.
+        skipped_steps: Optimizer steps skipped because the loss or the gradients were not
+            finite (``Trainer(on_nonfinite_loss="skip")``).
         schema_version: The file schema this state is written in; always the current one.
     """
 
@@ -97,10 +96,9 @@ class TrainingState:
     best_valid_loss: float = _loss()
     finished: bool = _flag()
     num_checkpoints_made: int = _count()
-    train_dataloader_idx: int = _count()
-    samples_seen_in_epoch: int = _count()
     batches_seen_in_epoch: int = _count()
-    sampler_seed: int | None = field(default=None, validator=rule(optional(whole_number)))
+    last_evaluation_step: int | None = field(default=None, validator=rule(optional(count)))
+    skipped_steps: int = _count()
     schema_version: int = field(
         default=SCHEMA_VERSION, validator=rule(current_schema), on_setattr=setters.frozen
     )

@@ -1,11 +1,19 @@
 """The accmt Trainer: write an AcceleratorModule, call ``Trainer.fit``, on Accelerate."""
 
-from ._checkpoints import CheckpointError
-from ._hyperparameters import HyperParameters, HyperParametersError
+from ._errors import (
+    CheckpointError,
+    HyperParametersError,
+    NonFiniteLossError,
+    StepOutputError,
+    TrainerConfigError,
+    TrainerError,
+)
+from ._hyperparameters import HyperParameters
 from ._module import AcceleratorModule, ExtendedAcceleratorModule
 from ._monitor import Monitor
-from ._names import Optimizer, Scheduler
-from ._options import TrainerConfigError
+from ._namespaces import Optimizer, Scheduler
+from ._registry import register_optimizer, register_scheduler
+from ._seeding import seed_everything
 from ._trainer import Trainer
 
 __all__ = [
@@ -15,8 +23,14 @@ __all__ = [
     "HyperParameters",
     "HyperParametersError",
     "Monitor",
+    "NonFiniteLossError",
     "Optimizer",
     "Scheduler",
+    "StepOutputError",
     "Trainer",
     "TrainerConfigError",
+    "TrainerError",
+    "register_optimizer",
+    "register_scheduler",
+    "seed_everything",
 ]

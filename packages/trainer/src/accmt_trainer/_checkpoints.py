@@ -22,41 +22,48 @@ import importlib.metadata
 import re
 import shutil
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
 from accelerate import Accelerator
 
-from accmt_state import StateError, read_json, write_json
+from accmt_callbacks import CallbackHandler
+from accmt_state import StateError, TrainingState, read_json, write_json
+
+from ._errors import CheckpointError
+from ._folders import free_sibling, set_aside_folder
 
 MANIFEST = "manifest.json"
 POINTER = "latest.json"
 _NAME = re.compile(r"^checkpoint_(\d{6})$")
 
 
-class CheckpointError(RuntimeError):
-    """A checkpoint cannot be used to resume this run; the message says why."""
-
-
 class Checkpoints:
-    """The checkpoints of one run, under ``root``."""
+    """The checkpoints of one run, under ``root``: written, chosen, verified and read here."""
 
-    def __init__(self, root: Path, max_checkpoints: int | None) -> None:
+    def __init__(self, root: Path, accelerator: Accelerator, max_checkpoints: int | None) -> None:
         self.root = root
+        self.accelerator = accelerator
         self.max_checkpoints = max_checkpoints
 
     # ---------------------------------------------------------------------------- write
 
     def save(
         self,
-        accelerator: Accelerator,
         index: int,
         run: Mapping[str, Any],
-        write_main: Callable[[Path], None],
-        write_each: Callable[[Path], None],
+        state: TrainingState,
+        callbacks: CallbackHandler,
+        process_state: Mapping[str, Any],
     ) -> Path:
-        """Write checkpoint ``index`` from every process; returns its folder."""
+        """Write checkpoint ``index`` from every process; returns its folder.
+
+        ``process_state`` is this process's own part (tensors and numbers), written with
+        ``torch.save`` and read back with ``weights_only=True``.
+        """
+        accelerator = self.accelerator
         final = self.root / f"checkpoint_{index:06d}"
         temporary = self.root / f".tmp-{final.name}"
         if accelerator.is_main_process:
@@ -65,9 +72,10 @@ class Checkpoints:
             temporary.mkdir()
         accelerator.wait_for_everyone()
         accelerator.save_state(str(temporary / "accelerate"))
-        write_each(temporary)
+        torch.save(dict(process_state), temporary / f"process_{accelerator.process_index}.pt")
         if accelerator.is_main_process:
-            write_main(temporary)
+            state.save(temporary / "state.json")
+            callbacks.save_state(temporary / "callbacks.json")
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             write_json(
@@ -80,17 +88,56 @@ class Checkpoints:
         accelerator.wait_for_everyone()
         return final
 
-    def set_aside(self, accelerator: Accelerator) -> None:
+    # ------------------------------------------------------------------------- resume
+
+    def find(self, resume: bool | int | None, run: Mapping[str, Any]) -> Path | None:
+        """The checkpoint this fit resumes from, per ``resume``; None to start afresh.
+
+        None resumes the newest intact checkpoint when there is one, True requires one, False
+        moves earlier ones aside, an int picks one by index (-1: the newest).
+        """
+        if resume is False:
+            self.set_aside()
+            return None
+        # Not `in (None, True)`: resume=1 (== True) names checkpoint 1.
+        which = -1 if resume is None or resume is True else int(resume)
+        found = self.choose(which)
+        if found is None and resume is not None:
+            raise CheckpointError(f"resume={resume!r}, but {self.root} holds no intact checkpoint")
+        if found is None:
+            return None
+        check_compatible(found[1], run, found[0])
+        if which != -1:
+            self.set_aside_newer(found[0])
+        return found[0]
+
+    def load(self, folder: Path) -> tuple[TrainingState, Any]:
+        """The state and this process's own part of checkpoint ``folder``."""
+        state = TrainingState.load(folder / "state.json")
+        part = folder / f"process_{self.accelerator.process_index}.pt"
+        return state, torch.load(part, weights_only=True)
+
+    def load_callbacks(self, folder: Path, callbacks: CallbackHandler) -> None:
+        """The callbacks' states, into ``callbacks`` once it is bound to the loaded state."""
+        callbacks.load_state(folder / "callbacks.json")
+
+    def load_accelerate(self, folder: Path) -> None:
+        """Model, optimizer, scheduler, scaler and RNGs, through Accelerate's load_state."""
+        self.accelerator.load_state(str(folder / "accelerate"))
+
+    def set_aside(self) -> None:
         """Move earlier checkpoints out of the way of a fresh run (``resume=False``)."""
+        accelerator = self.accelerator
         if accelerator.is_main_process and self.complete():
             moved = set_aside_folder(self.root)
             warnings.warn(f"resume=False: earlier checkpoints moved to {moved}", stacklevel=3)
         accelerator.wait_for_everyone()
 
-    def set_aside_newer(self, accelerator: Accelerator, chosen: Path) -> None:
+    def set_aside_newer(self, chosen: Path) -> None:
         """Move the checkpoints newer than ``chosen`` (``resume=<index>``) into a
         ``checkpoints.old-<n>`` folder: they belong to the run this one branches off, and an
         automatic resume must not take them for this run's. Nothing is deleted."""
+        accelerator = self.accelerator
         newer = [path for path in self.complete() if path.name > chosen.name]
         if accelerator.is_main_process and newer:
             aside = free_sibling(self.root)
@@ -133,14 +180,24 @@ class Checkpoints:
                     f"no checkpoint {which} under {self.root}; available: {available}"
                 )
             return chosen[0], self.verify(chosen[0])
+        problems = []
         for path in reversed(candidates):
             try:
                 return path, self.verify(path)
             except CheckpointError as error:
+                problems.append(f"{path.name}: {error}")
                 warnings.warn(
                     f"skipping checkpoint {path.name}: {error}; falling back to the one before it",
                     stacklevel=3,
                 )
+        if problems:
+            # Starting afresh here would train over the user's folder as if it were empty.
+            raise CheckpointError(
+                f"every checkpoint under {self.root} is damaged, so the run cannot resume:\n  "
+                + "\n  ".join(problems)
+                + "\nMove the folder away, or pass resume=False to start afresh (the damaged "
+                "checkpoints are then moved aside, not deleted)."
+            )
         return None
 
     def verify(self, path: Path) -> dict[str, Any]:
@@ -175,33 +232,8 @@ def _describe(path: Path) -> dict[str, Any]:
     return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
-def free_sibling(folder: Path) -> Path:
-    """The first ``<name>.old-<n>`` beside ``folder`` that does not exist yet."""
-    n = 1
-    while (target := folder.with_name(f"{folder.name}.old-{n}")).exists():
-        n += 1
-    return target
-
-
-def set_aside_folder(folder: Path) -> Path | None:
-    """Rename ``folder`` to a free ``<name>.old-<n>`` beside it; nothing is deleted."""
-    if not folder.exists():
-        return None
-    target = free_sibling(folder)
-    folder.rename(target)
-    return target
-
-
 def _index(folder: Path) -> int:
     return int(folder.name.split("_")[1])
-
-
-def replace_folder(staging: Path, folder: Path) -> None:
-    """Put ``staging`` where ``folder`` is; at every moment one complete version exists."""
-    previous = set_aside_folder(folder)
-    staging.rename(folder)
-    if previous is not None:
-        shutil.rmtree(previous, ignore_errors=True)
 
 
 def package_versions() -> dict[str, str]:

@@ -7,142 +7,45 @@ bad configuration fails where it is read, with the key that is wrong.
 
 from __future__ import annotations
 
-import difflib
-import inspect
-import math
 import os
-import pkgutil
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 import yaml
-from torch import optim
-from torch.optim import Optimizer, lr_scheduler
+from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
-from ._schedulers import WARMUP_SCHEDULES
-
-
-class HyperParametersError(ValueError):
-    """A hyperparameter is unknown or has a bad value.
-
-    ``key`` says where, as written in the configuration (``"epochs"``,
-    ``"hps.optimizer.type"``, ``"scheduler_kwargs.num_warmup_steps"``); ``problem`` says what is
-    wrong. ``str(error)`` is ``"key: problem"``.
-    """
-
-    def __init__(self, key: str, problem: str) -> None:
-        super().__init__(f"{key}: {problem}")
-        self.key = key
-        self.problem = problem
-
-    def __reduce__(self) -> tuple[type[HyperParametersError], tuple[str, str]]:
-        return type(self), (self.key, self.problem)
-
-
-def _public_subclasses(namespace: Mapping[str, Any], base: type) -> dict[str, Any]:
-    return {
-        name: value
-        for name, value in namespace.items()
-        if not name.startswith("_")
-        and isinstance(value, type)
-        and issubclass(value, base)
-        and value is not base
-    }
-
-
-def _parameters(target: Callable[..., Any]) -> dict[str, inspect.Parameter] | None:
-    """The keyword arguments ``target`` takes after its first (the parameters or the optimizer);
-    None when that cannot be known (no signature, or ``**kwargs``)."""
-    try:
-        parameters = list(inspect.signature(target).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    if any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
-        return None
-    if parameters and parameters[0].kind in (
-        inspect.Parameter.POSITIONAL_ONLY,
-        inspect.Parameter.POSITIONAL_OR_KEYWORD,
-    ):
-        parameters = parameters[1:]
-    return {
-        parameter.name: parameter
-        for parameter in parameters
-        if parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-    }
-
-
-def _takes_optimizer_first(scheduler: type) -> bool:
-    parameters = list(inspect.signature(scheduler).parameters)
-    return bool(parameters) and parameters[0] == "optimizer"
-
-
-_OPTIMIZERS: dict[str, type[Optimizer]] = _public_subclasses(vars(optim), Optimizer)
-# ChainedScheduler takes schedulers, not an optimizer, first: it cannot be built from a config.
-_TORCH_SCHEDULERS: dict[str, type[LRScheduler]] = {
-    name: scheduler
-    for name, scheduler in _public_subclasses(vars(lr_scheduler), LRScheduler).items()
-    if _takes_optimizer_first(scheduler)
-}
-_SCHEDULER_NAMES = [*WARMUP_SCHEDULES, *_TORCH_SCHEDULERS]
-_KNOWN_NAMES = {
-    "optimizer": "an optimizer in torch.optim",
-    "scheduler": f"a scheduler in torch.optim.lr_scheduler or one of {', '.join(WARMUP_SCHEDULES)}",
-}
-
-# Scheduler arguments that build_scheduler takes from the run when they are not given.
-_FILLED_FROM_THE_RUN = frozenset(
-    {"num_training_steps", "total_iters", "T_max", "total_steps", "epochs", "steps_per_epoch"}
+from ._arguments import (
+    check_arguments,
+    check_int,
+    fill_from_the_run,
+    join,
+    keyword_parameters,
+    unknown_error,
 )
-_SIZED_BY_EPOCHS = frozenset({"epochs", "steps_per_epoch"})
+from ._errors import HyperParametersError
+from ._registry import (
+    describe,
+    optimizer_class,
+    registered_name,
+    resolve,
+    scheduler_factory,
+)
 
 _INT = re.compile(r"[+-]?\d+")
 _FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
-def _suggest(name: object, candidates: Iterable[str]) -> str:
-    """`` (did you mean 'x' or 'y'?)`` for the closest candidates, compared without case; else
-    ``""``."""
-    by_lower = {candidate.lower(): candidate for candidate in candidates}
-    close = [
-        repr(by_lower[match]) for match in difflib.get_close_matches(str(name).lower(), by_lower)
-    ]
-    if not close:
-        return ""
-    listed = close[0] if len(close) == 1 else f"{', '.join(close[:-1])} or {close[-1]}"
-    return f" (did you mean {listed}?)"
-
-
-def _join(location: str, name: object) -> str:
-    return f"{location}.{name}" if location else str(name)
-
-
-def _unknown(
-    location: str, names: list[Any], known: Collection[str], owner: str, noun: str
-) -> HyperParametersError:
-    listed = ", ".join(f"{name!r}{_suggest(name, known)}" for name in names)
-    if len(names) == 1:
-        return HyperParametersError(_join(location, names[0]), f"{owner} takes no {noun} {listed}")
-    return HyperParametersError(location or "hyperparameters", f"{owner} takes no {noun}s {listed}")
-
-
-def _check_int(key: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise HyperParametersError(key, f"expected an int, got {value!r}")
-    if value < minimum:
-        raise HyperParametersError(key, f"must be at least {minimum}, got {value}")
-
-
 def _at_least_one(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    _check_int(attribute.name, value, 1)
+    check_int(attribute.name, value, 1)
 
 
 def _none_or_at_least_one(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None:
-        _check_int(attribute.name, value, 1)
+        check_int(attribute.name, value, 1)
 
 
 def _is_bool(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -157,62 +60,17 @@ def _to_batch_size(value: int | tuple[int, int] | list[int]) -> int | tuple[int,
                 "batch_size", f"expected an int or a (train, val) pair, got {value!r}"
             )
         train, val = value
-        _check_int("batch_size[0]", train, 1)
-        _check_int("batch_size[1]", val, 1)
+        check_int("batch_size[0]", train, 1)
+        check_int("batch_size[1]", val, 1)
         return (train, val)
-    _check_int("batch_size", value, 1)
+    check_int("batch_size", value, 1)
     return value
 
 
-def _import(path: str, key: str) -> Any:
-    try:
-        return pkgutil.resolve_name(path)
-    except (ImportError, AttributeError, ValueError) as error:
-        raise HyperParametersError(key, f"cannot import {path!r}: {error}") from None
-
-
-def _import_path(cls: type, key: str) -> str:
-    """``module.QualName`` of ``cls``, checked to import back to ``cls``."""
-    path = f"{cls.__module__}.{cls.__qualname__}"
-    try:
-        found = pkgutil.resolve_name(path)
-    except (ImportError, AttributeError, ValueError):
-        found = None
-    if found is not cls:
-        raise HyperParametersError(
-            key, f"{path} cannot be written down: it does not import back from that path"
-        )
-    return path
-
-
-def _resolve(
-    value: Any, field: str, names: Collection[str], torch_classes: Mapping[str, type], base: type
-) -> Any:
-    """A name from ``names`` (any case; kept as spelled there), or a subclass of ``base`` or its
-    dotted import path. Classes that ``torch_classes`` holds are kept by their name."""
-    if isinstance(value, str) and "." not in value:
-        name = {known.lower(): known for known in names}.get(value.lower())
-        if name is None:
-            raise HyperParametersError(
-                field, f"{value!r} is not {_KNOWN_NAMES[field]}{_suggest(value, names)}"
-            )
-        return name
-    cls = _import(value, field) if isinstance(value, str) else value
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise HyperParametersError(
-            field,
-            f"expected the name of {_KNOWN_NAMES[field]} or a subclass of {_describe(base)}, "
-            f"got {value!r}",
-        )
-    return cls.__name__ if torch_classes.get(cls.__name__) is cls else cls
-
-
 def _to_optimizer(value: str | type[Optimizer]) -> str | type[Optimizer]:
-    """A torch.optim class by its name (any case), or an Optimizer subclass (or its dotted import
-    path). torch.optim's own classes are kept by name."""
-    resolved: str | type[Optimizer] = _resolve(
-        value, "optimizer", _OPTIMIZERS, _OPTIMIZERS, Optimizer
-    )
+    """A registered optimizer by its name (any case), or an Optimizer subclass; registered
+    classes are kept by name."""
+    resolved: str | type[Optimizer] = resolve(value, "optimizer", Optimizer)
     return resolved
 
 
@@ -222,9 +80,7 @@ def _to_scheduler(value: str | type[LRScheduler] | None) -> str | type[LRSchedul
     name."""
     if value is None:
         return None
-    resolved: str | type[LRScheduler] = _resolve(
-        value, "scheduler", _SCHEDULER_NAMES, _TORCH_SCHEDULERS, LRScheduler
-    )
+    resolved: str | type[LRScheduler] = resolve(value, "scheduler", LRScheduler)
     return resolved
 
 
@@ -274,7 +130,7 @@ def _to_scheduler_kwargs(value: Mapping[str, Any] | None) -> dict[str, Any]:
     elif isinstance(steps, float) and steps.is_integer():
         kwargs["num_warmup_steps"] = int(steps)
     if "num_warmup_steps" in kwargs:
-        _check_int("scheduler_kwargs.num_warmup_steps", kwargs["num_warmup_steps"], 0)
+        check_int("scheduler_kwargs.num_warmup_steps", kwargs["num_warmup_steps"], 0)
     if "warmup_ratio" in kwargs:
         ratio = kwargs["warmup_ratio"]
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
@@ -283,95 +139,8 @@ def _to_scheduler_kwargs(value: Mapping[str, Any] | None) -> dict[str, Any]:
             )
         kwargs["warmup_ratio"] = float(ratio)
     if "num_training_steps" in kwargs:
-        _check_int("scheduler_kwargs.num_training_steps", kwargs["num_training_steps"], 1)
+        check_int("scheduler_kwargs.num_training_steps", kwargs["num_training_steps"], 1)
     return kwargs
-
-
-def _optimizer_class(optimizer: str | type[Optimizer]) -> type[Optimizer]:
-    return _OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
-
-
-def _scheduler_factory(scheduler: str | type[LRScheduler]) -> Callable[..., LRScheduler]:
-    if isinstance(scheduler, type):
-        return scheduler
-    return WARMUP_SCHEDULES.get(scheduler) or _TORCH_SCHEDULERS[scheduler]
-
-
-def _describe(target: str | type) -> str:
-    if isinstance(target, type):
-        return f"{target.__module__}.{target.__qualname__}"
-    if target in _OPTIMIZERS:
-        return f"torch.optim.{target}"
-    if target in _TORCH_SCHEDULERS:
-        return f"torch.optim.lr_scheduler.{target}"
-    return f"the {target} schedule"
-
-
-def _check_arguments(
-    field: str, kwargs: Mapping[str, Any], target: str | type, factory: Callable[..., Any]
-) -> None:
-    """Every key of ``kwargs`` is an argument of ``factory``, and every argument it needs is given
-    or filled from the run by ``build_scheduler``."""
-    parameters = _parameters(factory)
-    if parameters is None:
-        return
-    accepted = set(parameters)
-    if "num_warmup_steps" in accepted:
-        accepted.add("warmup_ratio")
-    unknown = [key for key in kwargs if key not in accepted]
-    if unknown:
-        raise _unknown(field, unknown, sorted(accepted), _describe(target), "argument")
-    fillable = _FILLED_FROM_THE_RUN if field == "scheduler_kwargs" else frozenset()
-    missing = [
-        name
-        for name, parameter in parameters.items()
-        if parameter.default is parameter.empty
-        and name not in kwargs
-        and name not in fillable
-        and not (name == "num_warmup_steps" and "warmup_ratio" in kwargs)
-    ]
-    if missing:
-        needed = ", ".join(
-            "'num_warmup_steps' (or 'warmup_ratio')" if name == "num_warmup_steps" else repr(name)
-            for name in missing
-        )
-        raise HyperParametersError(field, f"{_describe(target)} needs {needed}")
-
-
-def _fill_from_the_run(
-    kwargs: Mapping[str, Any],
-    parameters: Mapping[str, inspect.Parameter] | None,
-    num_training_steps: int,
-    num_epochs: int,
-) -> dict[str, Any]:
-    """The scheduler's arguments with those the run decides added, each sized once to the real
-    number of scheduler steps."""
-    filled = dict(kwargs)
-    ratio = filled.pop("warmup_ratio", None)
-    if ratio is not None:
-        filled["num_warmup_steps"] = round(ratio * num_training_steps)
-    if parameters is None:
-        return filled
-    for name in ("num_training_steps", "total_iters", "T_max"):
-        if name in parameters and name not in filled:
-            filled[name] = num_training_steps
-    by_epochs_given = bool(_SIZED_BY_EPOCHS & filled.keys())
-    if "total_steps" in parameters and "total_steps" not in filled and not by_epochs_given:
-        filled["total_steps"] = num_training_steps
-    elif "total_steps" not in filled:
-        # Sized as epochs x steps per epoch (OneCycleLR when given either, or a scheduler that
-        # requires them): fill whichever is missing.
-        for name in ("epochs", "steps_per_epoch"):
-            parameter = parameters.get(name)
-            if parameter is None or name in filled:
-                continue
-            if by_epochs_given or parameter.default is parameter.empty:
-                epochs = filled.get("epochs", num_epochs)
-                if name == "epochs":
-                    filled[name] = num_epochs
-                elif isinstance(epochs, int) and epochs > 0:
-                    filled[name] = math.ceil(num_training_steps / epochs)
-    return filled
 
 
 def _lists(value: Any) -> Any:
@@ -385,8 +154,10 @@ def _lists(value: Any) -> Any:
 
 def _serialize(instance: Any, field: attrs.Attribute[Any] | None, value: Any) -> Any:
     """``attrs.asdict`` hook: classes become import paths, tuples become lists."""
-    if field is not None and field.name in ("optimizer", "scheduler") and isinstance(value, type):
-        return _import_path(value, field.name)
+    if field is not None and field.name in ("optimizer", "scheduler") and callable(value):
+        # Written by its registered name, which from_dict reads back; an unregistered class is
+        # written as its qualified name for people to read, and from_dict refuses it.
+        return registered_name(value, field.name) or describe(value)
     return _lists(value) if field is not None else value
 
 
@@ -425,11 +196,11 @@ class HyperParameters:
     step_scheduler_per_epoch: bool = attrs.field(default=False, validator=_is_bool)
 
     def __attrs_post_init__(self) -> None:
-        _check_arguments(
+        check_arguments(
             "optimizer_kwargs",
             self.optimizer_kwargs,
             self.optimizer,
-            _optimizer_class(self.optimizer),
+            optimizer_class(self.optimizer),
         )
         if self.scheduler is None:
             if self.scheduler_kwargs:
@@ -438,11 +209,11 @@ class HyperParameters:
                     f"{', '.join(map(repr, self.scheduler_kwargs))} given, but no scheduler",
                 )
             return
-        _check_arguments(
+        check_arguments(
             "scheduler_kwargs",
             self.scheduler_kwargs,
             self.scheduler,
-            _scheduler_factory(self.scheduler),
+            scheduler_factory(self.scheduler),
         )
 
     @property
@@ -539,13 +310,13 @@ class HyperParameters:
 
     def build_optimizer(self, parameters: Iterable[Any]) -> Optimizer:
         """The optimizer over ``parameters`` (tensors or parameter-group dicts)."""
-        optimizer = _optimizer_class(self.optimizer)
+        optimizer = optimizer_class(self.optimizer)
         try:
             return optimizer(parameters, **self.optimizer_kwargs)
         except (TypeError, ValueError) as error:
             raise HyperParametersError(
                 "optimizer_kwargs",
-                f"{_describe(self.optimizer)} rejected {self.optimizer_kwargs!r}: {error}",
+                f"{describe(self.optimizer)} rejected {self.optimizer_kwargs!r}: {error}",
             ) from error
 
     def build_scheduler(
@@ -561,13 +332,13 @@ class HyperParameters:
         ``steps_per_epoch`` gets the other. ``warmup_ratio`` becomes
         ``num_warmup_steps = round(warmup_ratio * num_training_steps)``.
         """
-        _check_int("num_training_steps", num_training_steps, 1)
-        _check_int("num_epochs", num_epochs, 1)
+        check_int("num_training_steps", num_training_steps, 1)
+        check_int("num_epochs", num_epochs, 1)
         if self.scheduler is None:
             return None
-        factory = _scheduler_factory(self.scheduler)
-        kwargs = _fill_from_the_run(
-            self.scheduler_kwargs, _parameters(factory), num_training_steps, num_epochs
+        factory = scheduler_factory(self.scheduler)
+        kwargs = fill_from_the_run(
+            self.scheduler_kwargs, keyword_parameters(factory), num_training_steps, num_epochs
         )
         warmup = kwargs.get("num_warmup_steps")
         if isinstance(warmup, int) and warmup > num_training_steps:
@@ -580,7 +351,7 @@ class HyperParameters:
             return factory(optimizer, **kwargs)
         except (TypeError, ValueError) as error:
             raise HyperParametersError(
-                "scheduler_kwargs", f"{_describe(self.scheduler)} rejected {kwargs!r}: {error}"
+                "scheduler_kwargs", f"{describe(self.scheduler)} rejected {kwargs!r}: {error}"
             ) from error
 
 
@@ -610,10 +381,10 @@ def _arguments(data: Any) -> tuple[dict[str, Any], dict[str, str]]:
     def put(field: str, value: Any, key: str) -> None:
         if field in arguments:
             raise HyperParametersError(
-                _join(prefix, key), f"the {field} is given twice: here and as {where[field]!r}"
+                join(prefix, key), f"the {field} is given twice: here and as {where[field]!r}"
             )
         arguments[field] = value
-        where[field] = _join(prefix, key)
+        where[field] = join(prefix, key)
 
     unknown = []
     for key, value in data.items():
@@ -622,7 +393,7 @@ def _arguments(data: Any) -> tuple[dict[str, Any], dict[str, str]]:
             block = dict(value)
             if "type" not in block:
                 raise HyperParametersError(
-                    _join(prefix, f"{key}.type"), f"missing: the {field}'s name or class"
+                    join(prefix, f"{key}.type"), f"missing: the {field}'s name or class"
                 )
             put(field, block.pop("type"), f"{key}.type")
             put(f"{field}_kwargs", block, key)
@@ -635,5 +406,5 @@ def _arguments(data: Any) -> tuple[dict[str, Any], dict[str, str]]:
         else:
             unknown.append(key)
     if unknown:
-        raise _unknown(prefix, unknown, fields, "HyperParameters", "key")
+        raise unknown_error(prefix, unknown, fields, "HyperParameters", "key")
     return arguments, where

@@ -89,26 +89,28 @@ class ExtendedAcceleratorModule(AcceleratorModule):
     """An AcceleratorModule whose :meth:`training_step` does its own backward and steps.
 
     For GANs and several optimizers. Call :meth:`backward`, :meth:`step_optimizer`,
-    :meth:`step_scheduler` and :meth:`zero_grad` from ``training_step``; gradient accumulation
-    still works: on accumulation steps the optimizer and scheduler steps do nothing.
-    ``training_step`` may return a loss for logging, or None.
+    :meth:`step_scheduler` and :meth:`zero_grad` from ``training_step``: they are the Trainer's
+    public :meth:`Trainer.backward`, :meth:`Trainer.step_optimizer`, ... (one owner decides,
+    for both kinds of module, whether the optimizer stepped). Gradient accumulation still works:
+    on accumulation steps the optimizer and scheduler steps do nothing. ``training_step`` may
+    return a loss for logging, or None.
     """
 
     def backward(self, loss: torch.Tensor) -> None:
         """Backward through Accelerate (scales the loss for accumulation and mixed precision)."""
-        self.trainer._backward(loss)
+        self.trainer.backward(loss)
 
     def step_optimizer(self, optimizer: Optimizer | None = None) -> None:
         """Clip gradients if asked, then step ``optimizer`` (the Trainer's by default)."""
-        self.trainer._step_optimizer(optimizer)
+        self.trainer.step_optimizer(optimizer)
 
     def step_scheduler(self, scheduler: LRScheduler | None = None) -> None:
         """Step ``scheduler`` (the Trainer's by default) when the optimizer stepped."""
-        self.trainer._step_scheduler(scheduler)
+        self.trainer.step_scheduler(scheduler)
 
     def zero_grad(self, optimizer: Optimizer | None = None) -> None:
         """Zero the gradients of ``optimizer`` (the Trainer's by default)."""
-        self.trainer._zero_grad(optimizer)
+        self.trainer.zero_grad(optimizer)
 
 
 def overrides(module: AcceleratorModule, method: str) -> bool:

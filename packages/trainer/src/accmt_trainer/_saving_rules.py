@@ -18,7 +18,7 @@ import attrs
 
 from accmt_state import TrainingState
 
-from ._options import TrainerConfigError
+from ._errors import TrainerConfigError
 
 VALID_LOSS = "valid_loss"
 TRAIN_LOSS = "train_loss"

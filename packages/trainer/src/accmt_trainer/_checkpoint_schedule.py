@@ -7,7 +7,7 @@ from typing import Literal
 
 import attrs
 
-from ._options import TrainerConfigError
+from ._errors import TrainerConfigError
 
 Unit = Literal["epoch", "step", "eval"]
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-
-class TrainerConfigError(ValueError):
-    """An option of the Trainer, or of its run, is invalid. The message names it."""
+from ._errors import TrainerConfigError
 
 
 def positive_int(name: str, value: Any, *, allow_none: bool = False) -> Any:
@@ -34,3 +34,22 @@ def one_of(name: str, value: Any, choices: tuple[Any, ...]) -> Any:
     if value not in choices:
         raise TrainerConfigError(f"Trainer({name}=...): expected one of {choices}, got {value!r}")
     return value
+
+
+def suggest(name: object, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x' or 'y'?)`` for the closest candidates, compared without case; else
+    ``""``."""
+    by_lower = {candidate.lower(): candidate for candidate in candidates}
+    close = [
+        repr(by_lower[match]) for match in difflib.get_close_matches(str(name).lower(), by_lower)
+    ]
+    if not close:
+        return ""
+    listed = close[0] if len(close) == 1 else f"{', '.join(close[:-1])} or {close[-1]}"
+    return f" (did you mean {listed}?)"
+
+
+def check_patience(patience: int | Mapping[str, int] | None) -> dict[str, int] | int | None:
+    if patience is None or isinstance(patience, int):
+        return positive_int("patience", patience, allow_none=True)  # type: ignore[no-any-return]
+    return {rule: positive_int(f"patience[{rule!r}]", value) for rule, value in patience.items()}

@@ -1,0 +1,153 @@
+"""Evaluation: every validation set through ``validation_step`` and its metrics, once."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader
+
+from accmt_callbacks import CallbackHandler
+from accmt_metrics import Metric
+
+from ._loss_window import LossWindow
+from ._monitor import Monitor
+from ._step_outputs import split_validation_output
+
+if TYPE_CHECKING:
+    from accmt_state import TrainingState
+
+    from ._module import AcceleratorModule
+
+Results = dict[str, dict[str, float]]
+
+
+class Evaluation:
+    """Runs the validation sets and records what they reported in the TrainingState:
+    ``additional_metrics`` (set -> name -> value, the loss as ``"loss"``), ``best_valid_loss``
+    (the mean over sets), ``evaluations_done`` and ``last_evaluation_step``."""
+
+    def __init__(
+        self,
+        accelerator: Accelerator,
+        module: AcceleratorModule,
+        loaders: Mapping[str, DataLoader[Any]],
+        metrics: Mapping[str, list[Metric]],
+        callbacks: CallbackHandler,
+        state: TrainingState,
+        *,
+        monitor: Monitor,
+        log: Callable[[Mapping[str, float]], None],
+    ) -> None:
+        self.accelerator = accelerator
+        self.module = module
+        self.loaders = dict(loaders)
+        self.metrics = {key: {metric.name: metric for metric in ms} for key, ms in metrics.items()}
+        self.callbacks = callbacks
+        self.state = state
+        self.monitor = monitor
+        self.log = log
+
+    @property
+    def has_data(self) -> bool:
+        return bool(self.loaders)
+
+    def evaluated_current_weights(self) -> bool:
+        """Whether the latest evaluation saw the weights of the current optimizer step."""
+        return self.state.last_evaluation_step == self.state.global_step
+
+    def run(self) -> Results:
+        """Evaluate every set; record and log the results. The loop fires the hooks around it."""
+        model = self.module.model
+        model.eval()
+        with torch.no_grad():
+            results = {key: self._evaluate_set(key, loader) for key, loader in self.loaders.items()}
+        model.train()
+        self._record(results)
+        return results
+
+    def sanity_check(self) -> dict[str, list[str]]:
+        """``validation_step`` and the metrics on the first batch of each set, without hooks
+        or counters; the names each set reports. The metrics are left empty."""
+        reported: dict[str, list[str]] = {}
+        model = self.module.model
+        model.eval()
+        with torch.no_grad():
+            for key, loader in self.loaders.items():
+                loss_window = LossWindow(self.accelerator.device)
+                metrics = _unsized_copies(self.metrics[key])
+                for batch in loader:
+                    self._add_batch(key, batch, loss_window, metrics)
+                    break
+                # Leaving the loop early skips Accelerate's own end of the iteration.
+                end = getattr(loader, "end", None)
+                if end is not None:
+                    end()
+                reported[key] = sorted(self._values(loss_window, metrics))
+        model.train()
+        return reported
+
+    def _evaluate_set(self, key: str, loader: DataLoader[Any]) -> dict[str, float]:
+        loss_window = LossWindow(self.accelerator.device)
+        batches = len(loader)
+        state, call = self.state, self.callbacks.call
+        for index, batch in enumerate(loader):
+            state.is_last_validation_batch = index == batches - 1
+            call("on_before_validation_step", batch)
+            self._add_batch(key, batch, loss_window, self.metrics[key])
+            state.val_step += 1
+            call("on_after_validation_step")
+        return self._values(loss_window, self.metrics[key])
+
+    def _add_batch(
+        self, key: str, batch: Any, loss_window: LossWindow, metrics: Mapping[str, Metric]
+    ) -> None:
+        output = self.module.validation_step(key, batch)
+        loss, pairs = split_validation_output(self.module, key, output, metrics)
+        if loss is not None:
+            loss_window.add(loss)
+        for name, (predictions, references) in pairs.items():
+            metrics[name].add_batch(predictions, references)
+
+    def _values(self, loss_window: LossWindow, metrics: Mapping[str, Metric]) -> dict[str, float]:
+        """The set's loss and metrics over every process; the metrics are reset."""
+        values: dict[str, float] = {}
+        mean = loss_window.reduce_mean(self.accelerator)
+        if mean is not None:
+            values["loss"] = mean
+        for metric in metrics.values():
+            values.update(metric.compute())
+            metric.reset()
+        return values
+
+    def _record(self, results: Results) -> None:
+        state = self.state
+        state.additional_metrics = results
+        state.evaluations_done += 1
+        state.last_evaluation_step = state.global_step
+        losses = [values["loss"] for values in results.values() if "loss" in values]
+        if losses:
+            # With several sets, the run's validation loss is their mean.
+            state.best_valid_loss = min(state.best_valid_loss, sum(losses) / len(losses))
+        self.log(self._logged(results))
+
+    def _logged(self, results: Results) -> dict[str, float]:
+        monitor = self.monitor
+        return {
+            f"{key}/{name}": value
+            for key, values in results.items()
+            for name, value in values.items()
+            if (monitor.validation_loss if name == "loss" else monitor.additional_metrics)
+        }
+
+
+def _unsized_copies(metrics: Mapping[str, Metric]) -> dict[str, Metric]:
+    """Copies that accept one batch: the set's true length does not apply to it."""
+    copies = {name: copy.deepcopy(metric) for name, metric in metrics.items()}
+    for metric in copies.values():
+        metric.reset()
+        metric.num_samples = None
+    return copies

@@ -1,0 +1,324 @@
+"""The training loop: ``fit`` -> epoch -> step -> optimizer step, with evaluation and checkpoints
+at the boundaries the options name. Each concern is asked of its owner."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import torch
+
+from accmt_callbacks import CallbackHandler
+
+from ._best_models import BestModels
+from ._checkpoint_schedule import CheckpointSchedule, Unit
+from ._checkpoints import Checkpoints
+from ._evaluation import Evaluation
+from ._loss_window import LossWindow
+from ._module import ExtendedAcceleratorModule
+from ._monitor import Monitor
+from ._nonfinite import NonFiniteGuard
+from ._optimizer_step import OptimizerStep
+from ._progress_bar import ProgressBar
+from ._setup import Run
+from ._step_outputs import check_training_loss
+
+if TYPE_CHECKING:
+    from accmt_state import TrainingState
+
+    from ._module import AcceleratorModule
+
+_END = object()
+_NO_CONTEXT = contextlib.nullcontext()
+# The loop's own counters are whole numbers it made: it sets them past attrs' validators, which
+# would cost the hot path a few microseconds a step.
+_set = object.__setattr__
+
+
+@attrs.frozen(kw_only=True)
+class LoopOptions:
+    """The Trainer's options that shape the loop."""
+
+    epochs: int
+    log_every: int
+    evaluate_every_n_steps: int | None
+    evaluate_every_n_epochs: int
+    eval_when_start: bool
+    eval_when_finish: bool
+    checkpoint_schedule: CheckpointSchedule | None
+    monitor: Monitor
+    train_batch_size: int
+
+
+@attrs.define(kw_only=True)
+class Owners:
+    """Who does what for the loop."""
+
+    optimizer_step: OptimizerStep
+    evaluation: Evaluation
+    best_models: BestModels
+    checkpoints: Checkpoints
+    guard: NonFiniteGuard
+    progress: ProgressBar
+
+
+class TrainingLoop:
+    """Runs one ``fit`` from its first (or resumed) batch to ``on_fit_end``."""
+
+    def __init__(
+        self,
+        run: Run,
+        module: AcceleratorModule,
+        state: TrainingState,
+        callbacks: CallbackHandler,
+        owners: Owners,
+        options: LoopOptions,
+        *,
+        log: Callable[[Mapping[str, float]], None],
+        run_facts: Mapping[str, Any],
+    ) -> None:
+        self.run, self.module, self.state = run, module, state
+        self.callbacks, self.owners, self.options = callbacks, owners, options
+        self.log, self.run_facts = log, run_facts
+        device = run.accelerator.device
+        self.window, self.epoch_loss = LossWindow(device), LossWindow(device)
+        self._extended = isinstance(module, ExtendedAcceleratorModule)
+        # Without accumulation every batch steps: Accelerate's accumulate() would only add its
+        # bookkeeping to each step. Its flag must still say that gradients sync.
+        self._accumulating = run.accelerator.gradient_accumulation_steps > 1
+        if not self._accumulating:
+            run.accelerator.sync_gradients = True
+        self._last_checkpoint: tuple[int, int, int] | None = None
+        self._last_log_time = time.perf_counter()
+
+    # ----------------------------------------------------------------------------- run
+
+    def reached_end(self) -> bool:
+        """Whether the run did all its epochs or its ``max_steps``: it is finished."""
+        state = self.state
+        return state.epoch >= self.options.epochs or state.global_step >= self.run.total_steps
+
+    def restore(self, process_state: Mapping[str, Any]) -> None:
+        """Take the loss windows of a checkpoint; this moment is that checkpoint."""
+        self.window.load_state_dict(process_state["window"])
+        self.epoch_loss.load_state_dict(process_state["epoch"])
+        self._last_checkpoint = self._moment()
+
+    def fit(self, resuming: Path | None) -> None:
+        self.callbacks.call("on_fit_start")
+        rest = self._resume(resuming) if resuming is not None else None
+        if self.options.eval_when_start and self.owners.evaluation.has_data and not resuming:
+            self._evaluate()
+        while not (self.reached_end() or self.callbacks.should_stop):
+            self._train_epoch(rest)
+            rest = None
+        evaluation = self.owners.evaluation
+        if (
+            self.options.eval_when_finish
+            and evaluation.has_data
+            and self.reached_end()
+            and not evaluation.evaluated_current_weights()
+        ):
+            self._evaluate()
+        self.state.finished = self.reached_end()
+        self.checkpoint()
+        self.callbacks.call("on_fit_end")
+
+    def _resume(self, folder: Path) -> Iterator[Any] | None:
+        """Restore model, optimizer, scheduler, scaler and RNGs, fire on_resume, and return the
+        rest of the interrupted epoch's batches (None when it stopped between epochs)."""
+        rest: Iterator[Any] | None = None
+        if self.state.batches_seen_in_epoch:
+            # Starting an epoch's iterator draws from the global RNG. The interrupted run drew
+            # before its checkpoint, so this run draws first and restores the RNGs after.
+            batches = iter(self._epoch_loader())
+            first = next(batches, _END)
+            rest = iter(()) if first is _END else itertools.chain([first], batches)
+        self.owners.checkpoints.load_accelerate(folder)
+        self.callbacks.call("on_resume")
+        return rest
+
+    # --------------------------------------------------------------------------- epoch
+
+    def _train_epoch(self, rest: Iterator[Any] | None) -> None:
+        """One epoch, or the rest of a resumed one (``on_epoch_start`` fired before the kill)."""
+        state, loader = self.state, self.run.train_loader
+        if rest is None:
+            state.is_last_epoch = state.epoch == self.options.epochs - 1
+            state.is_end_of_epoch = state.is_last_training_batch = False
+            self.callbacks.call("on_epoch_start")
+        self.run.model.train()
+        total = len(loader)
+        self.owners.progress.start_epoch(
+            state.epoch, self.options.epochs, total, state.batches_seen_in_epoch
+        )
+        self._last_log_time = time.perf_counter()
+        for batch in rest or iter(self._epoch_loader()):
+            if state.batches_seen_in_epoch == total - 1:
+                state.is_last_training_batch = True
+            self._step(batch)
+            if not self.run.accelerator.sync_gradients:
+                continue  # a stop waits for the end of the optimizer step
+            if self.callbacks.should_stop or (
+                state.global_step >= self.run.total_steps and not state.is_last_training_batch
+            ):
+                # The epoch stays unfinished: a resume from this step's checkpoint ends it.
+                return
+        self._end_epoch()
+
+    def _epoch_loader(self) -> Any:
+        """This epoch's batches, past those a resumed run already consumed."""
+        loader = self.run.train_loader
+        loader.set_epoch(self.state.epoch)
+        done = self.state.batches_seen_in_epoch
+        # Skips by index where the sampler allows: skipped samples are never loaded.
+        return self.run.accelerator.skip_first_batches(loader, done) if done else loader
+
+    def _end_epoch(self) -> None:
+        state, owners = self.state, self.owners
+        state.is_end_of_epoch = True
+        train_loss = self.epoch_loss.reduce_mean(self.run.accelerator)
+        if train_loss is not None and train_loss < state.best_train_loss:
+            state.best_train_loss = train_loss
+        owners.optimizer_step.end_epoch()
+        evaluate = self._epoch_end_evaluates() and not self.callbacks.should_stop
+        if evaluate:
+            self._evaluate()
+        owners.best_models.after_epoch(train_loss)
+        self.callbacks.call("on_epoch_end")
+        state.epoch += 1
+        state.batches_seen_in_epoch = state.train_step = 0
+        # After the epoch is closed, so that a resume starts the next one cleanly. The last
+        # epoch's is left to the end of the run, which records whether the run finished.
+        due = self._due("epoch", state.epoch) or (
+            evaluate and self._due("eval", state.evaluations_done)
+        )
+        if due and not (self.callbacks.should_stop or self.reached_end()):
+            self.checkpoint()
+
+    def _epoch_end_evaluates(self) -> bool:
+        every = self.options.evaluate_every_n_epochs
+        return self.owners.evaluation.has_data and (self.state.epoch + 1) % every == 0
+
+    # ---------------------------------------------------------------------------- step
+
+    def _step(self, batch: Any) -> None:
+        accelerator, state, owners = self.run.accelerator, self.state, self.owners
+        self.callbacks.call("on_before_training_step", batch)
+        owners.optimizer_step.start_batch()
+        with accelerator.accumulate(self.run.model) if self._accumulating else _NO_CONTEXT:
+            loss = self.module.training_step(batch)
+            check_training_loss(self.module, loss, may_be_none=self._extended)
+            if not self._extended:
+                owners.optimizer_step.step(loss)
+        if loss is not None:
+            detached = loss.detach()
+            if owners.guard.add(detached, state.global_step + 1):
+                self.window.add(detached)
+                self.epoch_loss.add(detached)
+        owners.progress.advance()
+        _set(state, "batch_iteration", state.batch_iteration + 1)
+        _set(state, "batches_seen_in_epoch", state.batches_seen_in_epoch + 1)
+        _set(state, "train_step", state.batches_seen_in_epoch)
+        syncing = accelerator.sync_gradients
+        if syncing:
+            _set(state, "global_step", state.global_step + 1)
+        self.callbacks.call("on_after_training_step")
+        if syncing:
+            self._after_optimizer_step()
+
+    def _after_optimizer_step(self) -> None:
+        step, options = self.state.global_step, self.options
+        if step % options.log_every == 0:
+            self._log_training()
+        every = options.evaluate_every_n_steps
+        evaluated = False
+        if every and step % every == 0 and self.owners.evaluation.has_data:
+            epoch_end_follows = self.state.is_last_training_batch and self._epoch_end_evaluates()
+            if not epoch_end_follows:
+                self._evaluate()
+                evaluated = True
+        if (
+            self.callbacks.should_stop
+            or self._due("step", step)
+            or (evaluated and self._due("eval", self.state.evaluations_done))
+        ):
+            self.checkpoint()
+
+    # ----------------------------------------------------------- evaluation, checkpoints
+
+    def _evaluate(self) -> None:
+        self.owners.guard.check()
+        self.callbacks.call("on_evaluation_start")
+        self.owners.evaluation.run()
+        self.owners.best_models.after_evaluation()
+        self.callbacks.call("on_evaluation_end")
+
+    def _due(self, unit: Unit, count: int) -> bool:
+        schedule = self.options.checkpoint_schedule
+        return schedule is not None and schedule.due(unit, count)
+
+    def _moment(self) -> tuple[int, int, int]:
+        state = self.state
+        return (state.global_step, state.epoch, state.evaluations_done)
+
+    def checkpoint(self) -> None:
+        """Write a checkpoint of this moment, an optimizer-step boundary, unless one exists."""
+        if self.options.checkpoint_schedule is None or self._moment() == self._last_checkpoint:
+            return
+        self.owners.guard.check(self.run.model.parameters())
+        self._last_checkpoint = self._moment()
+        self.callbacks.call("on_save_checkpoint")
+        self.state.num_checkpoints_made += 1
+        windows = {"window": self.window.state_dict(), "epoch": self.epoch_loss.state_dict()}
+        self.owners.checkpoints.save(
+            self.state.num_checkpoints_made, self.run_facts, self.state, self.callbacks, windows
+        )
+
+    # ------------------------------------------------------------------------- logging
+
+    def _log_training(self) -> None:
+        values: dict[str, float] = {}
+        monitor, state = self.options.monitor, self.state
+        mean = self.window.reduce_mean(self.run.accelerator)
+        self.owners.guard.check_logged_mean(mean)
+        if monitor.train_loss and mean is not None:
+            values["train/loss"] = mean
+        if monitor.epoch:
+            total = max(len(self.run.train_loader), 1)
+            values["train/epoch"] = state.epoch + state.batches_seen_in_epoch / total
+        if monitor.learning_rate:
+            values["train/lr"] = float(self.run.optimizer.param_groups[0]["lr"])
+        grad_norm = self.owners.optimizer_step.grad_norm if monitor.grad_norm else None
+        if grad_norm is not None:
+            values["train/grad_norm"] = grad_norm
+        if monitor.throughput:
+            values["train/samples_per_second"] = self._throughput()
+        if monitor.memory:
+            values["train/memory_gib"] = _memory_gib(self.run.accelerator.device)
+        if state.skipped_steps:
+            values["train/skipped_steps"] = float(state.skipped_steps)
+        self.owners.progress.show({k.removeprefix("train/"): v for k, v in values.items()})
+        self.log(values)
+
+    def _throughput(self) -> float:
+        """Samples of all processes per second since the last log (or the epoch's start)."""
+        now = time.perf_counter()
+        accelerator = self.run.accelerator
+        batches = self.options.log_every * accelerator.gradient_accumulation_steps
+        samples = batches * self.options.train_batch_size * accelerator.num_processes
+        elapsed, self._last_log_time = now - self._last_log_time, now
+        return float(samples) / max(elapsed, 1e-9)
+
+
+def _memory_gib(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

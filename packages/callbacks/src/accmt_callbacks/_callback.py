@@ -163,8 +163,9 @@ class Callback:
     def on_epoch_start(self) -> None:
         """Fires at the start of each epoch, before its first training batch.
 
-        ``state.epoch`` is that epoch. An epoch resumed part-way fires it too, before its
-        remaining batches.
+        ``state.epoch`` is that epoch. It fires once per epoch of the run: an epoch resumed
+        part-way already fired it before the interruption, so a resume fires ``on_resume``
+        instead, before the epoch's remaining batches.
         """
 
     def on_epoch_end(self) -> None:
@@ -173,7 +174,7 @@ class Callback:
         Also after the evaluation that runs at the end of the epoch, if any; the epoch's
         checkpoint, if one is due, follows this hook. ``state.epoch`` is still that epoch. An
         epoch cut short by a stop request does not end: ``on_fit_end`` follows the step where
-        the stop was requested.
+        the stop was requested (at the end of that optimizer step, with a checkpoint).
         """
 
     # One training step, in this order. The optimizer, scheduler and zero_grad hooks fire only

@@ -27,6 +27,7 @@ from ._arguments import (
     unknown_error,
 )
 from ._errors import HyperParametersError
+from ._plain_values import as_lists, plain
 from ._registry import (
     describe,
     optimizer_class,
@@ -34,9 +35,6 @@ from ._registry import (
     resolve,
     scheduler_factory,
 )
-
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def _at_least_one(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -84,23 +82,6 @@ def _to_scheduler(value: str | type[LRScheduler] | None) -> str | type[LRSchedul
     return resolved
 
 
-def _plain(value: Any) -> Any:
-    """Numeric strings become numbers (YAML reads ``1e-6`` as a string); lists become tuples
-    (``betas: [0.9, 0.98]``), recursively."""
-    if isinstance(value, str):
-        text = value.strip()
-        if _INT.fullmatch(text):
-            return int(text)
-        if _FLOAT.fullmatch(text):
-            return float(text)
-        return value
-    if isinstance(value, (list, tuple)):
-        return tuple(_plain(item) for item in value)
-    if isinstance(value, Mapping):
-        return {key: _plain(item) for key, item in value.items()}
-    return value
-
-
 def _to_kwargs(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -109,7 +90,7 @@ def _to_kwargs(value: Mapping[str, Any] | None, field: str) -> dict[str, Any]:
     for key in value:
         if not isinstance(key, str):
             raise HyperParametersError(field, f"argument names must be strings, got {key!r}")
-    return {key: _plain(item) for key, item in value.items()}
+    return {key: plain(item) for key, item in value.items()}
 
 
 def _to_optimizer_kwargs(value: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -143,22 +124,13 @@ def _to_scheduler_kwargs(value: Mapping[str, Any] | None) -> dict[str, Any]:
     return kwargs
 
 
-def _lists(value: Any) -> Any:
-    """``value`` with its tuples, at any depth, as lists (the reverse of :func:`_plain`)."""
-    if isinstance(value, (list, tuple)):
-        return [_lists(item) for item in value]
-    if isinstance(value, Mapping):
-        return {key: _lists(item) for key, item in value.items()}
-    return value
-
-
 def _serialize(instance: Any, field: attrs.Attribute[Any] | None, value: Any) -> Any:
     """``attrs.asdict`` hook: classes become import paths, tuples become lists."""
     if field is not None and field.name in ("optimizer", "scheduler") and callable(value):
         # Written by its registered name, which from_dict reads back; an unregistered class is
         # written as its qualified name for people to read, and from_dict refuses it.
         return registered_name(value, field.name) or describe(value)
-    return _lists(value) if field is not None else value
+    return as_lists(value) if field is not None else value
 
 
 @attrs.frozen

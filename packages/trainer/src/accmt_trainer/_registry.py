@@ -101,7 +101,8 @@ def resolve(value: Any, kind: str, base: type) -> Any:
         raise HyperParametersError(
             kind, f"expected a registered name or a {base.__name__} subclass, got {value!r}"
         )
-    if kind == "scheduler" and not callable(value):
+    is_other_class = isinstance(value, type) and not issubclass(value, base)
+    if kind == "scheduler" and (not callable(value) or is_other_class):
         raise HyperParametersError(
             kind, f"expected a registered name or an LRScheduler subclass, got {value!r}"
         )

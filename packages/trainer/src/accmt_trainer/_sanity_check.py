@@ -15,6 +15,18 @@ from ._option_checks import suggest
 from ._saving_rules import TRAIN_LOSS, VALID_LOSS, SavingRule
 
 
+def check_datasets(train_dataset: Any, val_sets: Mapping[str, Any]) -> None:
+    """No dataset with a length may be empty (a shuffling loader refuses one obscurely)."""
+    for where, dataset in [("train_dataset", train_dataset), *val_sets.items()]:
+        try:
+            empty = len(dataset) == 0
+        except TypeError:
+            continue
+        if empty:
+            named = "train_dataset" if where == "train_dataset" else f"validation set {where!r}"
+            raise TrainerConfigError(f"Trainer.fit: {named} is empty (0 samples)")
+
+
 def check_data(train_loader: Any, val_loaders: Mapping[str, Any]) -> None:
     """No loader of the run may be empty."""
     if len(train_loader) == 0:

@@ -30,7 +30,7 @@ from ._nonfinite import NONFINITE_POLICIES, NonFiniteGuard, NonFinitePolicy
 from ._optimizer_step import OptimizerStep
 from ._option_checks import check_patience, clip_value, one_of, positive_int
 from ._progress_bar import ProgressBar
-from ._sanity_check import check_data, check_names, check_writable
+from ._sanity_check import check_data, check_datasets, check_names, check_writable
 from ._saving_rules import SavingRule, parse_rule
 from ._setup import (
     AcceleratorOptions,
@@ -163,6 +163,7 @@ class Trainer:
             set_seed(self.seed)
         self.accelerator = accelerator
         datasets = (train_dataset, named_sets(val_dataset))
+        check_datasets(*datasets)
         run = prepare_run(
             accelerator, module, self.hps, datasets, self.loader_options, self.metrics
         )

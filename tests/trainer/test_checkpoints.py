@@ -295,7 +295,7 @@ def test_resume_true_with_only_corrupt_checkpoints_is_an_error(tmp_path: Path) -
         (folder / "state.json").write_text("{}")
     with (
         pytest.warns(UserWarning, match="skipping checkpoint"),
-        pytest.raises(CheckpointError, match="every checkpoint under .* is damaged"),
+        pytest.raises(CheckpointError, match=r"every checkpoint under .* is damaged"),
     ):
         fit(make(tmp_path, resume=True))
 

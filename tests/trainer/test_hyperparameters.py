@@ -1,10 +1,12 @@
 """HyperParameters: built from Python, a dict (flat or accmt 1.x's layout) and YAML; to_dict
-round trips; every bad key or value is an error that names it."""
+round trips; a configuration names optimizers and schedulers by registered name only (a dotted
+path is refused, never imported); every bad key or value is an error that names it."""
 
 from __future__ import annotations
 
 import json
 import pickle
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,21 +17,35 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from accmt_trainer import register_optimizer, register_scheduler
 from accmt_trainer._hyperparameters import HyperParameters, HyperParametersError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
 class MyOptimizer(torch.optim.SGD):
-    """An optimizer from outside torch.optim, referred to by its import path."""
+    """An optimizer from outside torch.optim, registered below under a test name."""
 
 
 class MyScheduler(torch.optim.lr_scheduler.LambdaLR):
-    """A scheduler from outside torch.optim.lr_scheduler that the run sizes."""
+    """A scheduler from outside torch.optim.lr_scheduler that the run sizes; registered below."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, total_iters: int, floor: float = 0.0):
         self.total_iters = total_iters
         super().__init__(optimizer, lambda step: max(floor, 1 - step / total_iters))
+
+
+class UnregisteredOptimizer(torch.optim.SGD):
+    """An optimizer that Python code passes directly, never registered."""
+
+
+class UnregisteredScheduler(torch.optim.lr_scheduler.ExponentialLR):
+    """A scheduler that Python code passes directly, never registered."""
+
+
+# Registered once, at import, under names no other test module uses.
+register_optimizer("HpsTestOptimizer", MyOptimizer)
+register_scheduler("HpsTestScheduler", MyScheduler)
 
 
 def parameters() -> list[torch.nn.Parameter]:
@@ -67,14 +83,37 @@ def test_positional_arguments_keep_1x_order() -> None:
         ("adamw", "AdamW"),
         ("ADAM", "Adam"),
         ("sgd", "SGD"),
+        ("nadam", "NAdam"),
         (torch.optim.RMSprop, "RMSprop"),
-        ("torch.optim.NAdam", "NAdam"),
-        (MyOptimizer, MyOptimizer),
-        (f"{__name__}.MyOptimizer", MyOptimizer),
+        ("hpstestoptimizer", "HpsTestOptimizer"),
+        ("HPSTESTOPTIMIZER", "HpsTestOptimizer"),
+        (MyOptimizer, "HpsTestOptimizer"),
+        (UnregisteredOptimizer, UnregisteredOptimizer),
     ],
 )
-def test_optimizer_by_name_any_case_class_or_path(given: Any, kept: Any) -> None:
+def test_optimizer_by_registered_name_any_case_or_class(given: Any, kept: Any) -> None:
     assert HyperParameters(optimizer=given).optimizer == kept
+
+
+@pytest.mark.parametrize(
+    ("key", "given"),
+    [
+        ("optimizer", "torch.optim.NAdam"),
+        ("optimizer", f"{__name__}.MyOptimizer"),
+        ("optimizer", "no_such_module.Thing"),
+        ("scheduler", "torch.optim.lr_scheduler.StepLR"),
+        ("scheduler", f"{__name__}.MyScheduler"),
+        ("scheduler", "no_such_module.Thing"),
+    ],
+)
+def test_a_dotted_path_is_refused_and_never_imported(key: str, given: str) -> None:
+    with pytest.raises(HyperParametersError) as caught:
+        HyperParameters(**{key: given})
+    assert caught.value.key == key
+    message = str(caught.value)
+    for word in [repr(given), "dotted path", "never import", f"register_{key}(name, cls)"]:
+        assert word in message
+    assert "no_such_module" not in sys.modules
 
 
 @pytest.mark.parametrize(
@@ -85,18 +124,20 @@ def test_optimizer_by_name_any_case_class_or_path(given: Any, kept: Any) -> None
         ("constant", "Constant"),
         ("steplr", "StepLR"),
         (torch.optim.lr_scheduler.ExponentialLR, "ExponentialLR"),
-        (MyScheduler, MyScheduler),
-        (f"{__name__}.MyScheduler", MyScheduler),
+        ("hpstestscheduler", "HpsTestScheduler"),
+        (MyScheduler, "HpsTestScheduler"),
+        (UnregisteredScheduler, UnregisteredScheduler),
     ],
 )
-def test_scheduler_by_name_any_case_class_or_path(given: Any, kept: Any) -> None:
-    needed: dict[str, dict[str, Any]] = {
+def test_scheduler_by_registered_name_any_case_or_class(given: Any, kept: Any) -> None:
+    needed: dict[Any, dict[str, Any]] = {
         "LinearWithWarmup": {"num_warmup_steps": 1},
         "InverseSQRT": {"num_warmup_steps": 1},
         "StepLR": {"step_size": 1},
         "ExponentialLR": {"gamma": 0.5},
+        UnregisteredScheduler: {"gamma": 0.5},
     }
-    kwargs = needed.get(kept if isinstance(kept, str) else "", {})
+    kwargs = needed.get(kept, {})
     assert HyperParameters(scheduler=given, scheduler_kwargs=kwargs).scheduler == kept
 
 
@@ -241,7 +282,9 @@ def _kwargs(required: dict[str, Any], optional: dict[str, Any]) -> st.SearchStra
 
 OPTIMIZERS = st.one_of(
     st.tuples(
-        st.sampled_from(["SGD", "sgd", torch.optim.SGD, MyOptimizer, f"{__name__}.MyOptimizer"]),
+        st.sampled_from(
+            ["SGD", "sgd", torch.optim.SGD, MyOptimizer, "HpsTestOptimizer", "hpstestoptimizer"]
+        ),
         _kwargs({}, {"lr": FLOATS, "momentum": FLOATS, "nesterov": st.booleans()}),
     ),
     st.tuples(
@@ -267,7 +310,10 @@ SCHEDULERS = st.one_of(
         _kwargs({"step_size": st.integers(1, 100)}, {"gamma": FLOATS}),
     ),
     st.tuples(st.just("OneCycleLR"), _kwargs({"max_lr": FLOATS}, {"pct_start": FLOATS})),
-    st.tuples(st.just(MyScheduler), _kwargs({}, {"floor": FLOATS})),
+    st.tuples(
+        st.sampled_from([MyScheduler, "HpsTestScheduler", "HPSTESTSCHEDULER"]),
+        _kwargs({}, {"floor": FLOATS}),
+    ),
     st.tuples(st.just("MultiStepLR"), _kwargs({"milestones": st.lists(st.integers(1, 50))}, {})),
 )
 
@@ -322,7 +368,7 @@ def test_to_yaml_writes_the_1x_layout_and_round_trips(
     assert HyperParameters.from_yaml(path) == hps
 
 
-def test_to_dict_writes_names_and_import_paths() -> None:
+def test_to_dict_writes_registered_names() -> None:
     hps = HyperParameters(
         optimizer=MyOptimizer, scheduler=MyScheduler, batch_size=(2, 3),
         optimizer_kwargs={"lr": 0.5}, scheduler_kwargs={"floor": 0.1},
@@ -331,22 +377,54 @@ def test_to_dict_writes_names_and_import_paths() -> None:
         "epochs": 1,
         "max_steps": None,
         "batch_size": [2, 3],
-        "optimizer": f"{__name__}.MyOptimizer",
+        "optimizer": "HpsTestOptimizer",
         "optimizer_kwargs": {"lr": 0.5},
-        "scheduler": f"{__name__}.MyScheduler",
+        "scheduler": "HpsTestScheduler",
         "scheduler_kwargs": {"floor": 0.1},
         "step_scheduler_per_epoch": False,
     }
     assert HyperParameters(optimizer=torch.optim.AdamW).to_dict()["optimizer"] == "AdamW"
 
 
-def test_to_dict_refuses_a_class_that_does_not_import_back() -> None:
+def test_an_unregistered_class_trains_but_from_dict_refuses_its_written_name(
+    tmp_path: Path,
+) -> None:
     class Local(torch.optim.SGD):
         pass
 
-    with pytest.raises(HyperParametersError, match="Local") as caught:
-        HyperParameters(optimizer=Local).to_dict()
+    hps = HyperParameters(
+        optimizer=Local, optimizer_kwargs={"lr": 0.5},
+        scheduler=UnregisteredScheduler, scheduler_kwargs={"gamma": 0.5},
+    )  # fmt: skip
+    assert (hps.optimizer, hps.scheduler) == (Local, UnregisteredScheduler)
+    weight = torch.nn.Parameter(torch.zeros(3))
+    optimizer = hps.build_optimizer([weight])
+    scheduler = hps.build_scheduler(optimizer, num_training_steps=4, num_epochs=1)
+    assert type(optimizer) is Local
+    assert type(scheduler) is UnregisteredScheduler
+    weight.grad = torch.ones(3)
+    optimizer.step()
+    assert scheduler is not None
+    scheduler.step()
+    assert torch.equal(weight.detach(), torch.full((3,), -0.5))
+    assert optimizer.param_groups[0]["lr"] == 0.25
+
+    data = hps.to_dict()
+    local_name = f"{__name__}.{Local.__qualname__}"
+    assert data["optimizer"] == local_name
+    assert data["scheduler"] == f"{__name__}.UnregisteredScheduler"
+    with pytest.raises(HyperParametersError) as caught:
+        HyperParameters.from_dict(data)
     assert caught.value.key == "optimizer"
+    for word in [repr(local_name), "never import", "register_optimizer(name, cls)"]:
+        assert word in str(caught.value)
+
+    path = tmp_path / "hps.yaml"
+    hps.to_yaml(path)
+    with pytest.raises(HyperParametersError) as caught:
+        HyperParameters.from_yaml(path)
+    assert caught.value.key == "hps.optimizer.type"
+    assert str(path) in str(caught.value)
 
 
 def test_hyperparameters_pickle() -> None:
@@ -373,12 +451,26 @@ ERRORS = [
     (
         {"hps": {"optim": {"type": "AdamX"}}},
         "hps.optim.type",
-        ["'AdamX' is not an optimizer in torch.optim", "did you mean", "'Adamax'"],
+        ["'AdamX' is not a registered optimizer", "did you mean", "'Adamax'"],
     ),
     ({"optimizer": "Adamw_"}, "optimizer", ["did you mean 'AdamW'"]),
     ({"optimizer": 3}, "optimizer", ["got 3"]),
-    ({"optimizer": "collections.OrderedDict"}, "optimizer", ["OrderedDict"]),
-    ({"optimizer": "no_such_module.Thing"}, "optimizer", ["cannot import", "no_such_module"]),
+    ({"optimizer": "nonsense"}, "optimizer", ["'nonsense' is not a registered optimizer"]),
+    (
+        {"optimizer": "collections.OrderedDict"},
+        "optimizer",
+        ["'collections.OrderedDict'", "dotted path", "never import", "register_optimizer("],
+    ),
+    (
+        {"optimizer": "no_such_module.Thing"},
+        "optimizer",
+        ["'no_such_module.Thing'", "dotted path", "never import"],
+    ),
+    (
+        {"hps": {"scheduler": {"type": "torch.optim.lr_scheduler.StepLR", "step_size": 1}}},
+        "hps.scheduler.type",
+        ["dotted path", "never import", "register_scheduler("],
+    ),
     ({"hps": {"optimizer": {"lr": 0.1}}}, "hps.optimizer.type", ["missing"]),
     (
         {"hps": {"optimizer": {"type": "AdamW", "lrr": 0.1}}},
@@ -455,8 +547,13 @@ ERRORS = [
         ["at least 1"],
     ),
     ({"scheduler_kwargs": {"gamma": 0.5}}, "scheduler_kwargs", ["'gamma'", "no scheduler"]),
-    ({"scheduler": "ChainedScheduler"}, "scheduler", ["'ChainedScheduler'"]),
-    ({"scheduler": torch.optim.SGD}, "scheduler", ["LRScheduler"]),
+    (
+        {"scheduler": "ChainedScheduler"},
+        "scheduler",
+        ["'ChainedScheduler' is not a registered scheduler"],
+    ),
+    ({"scheduler": torch.optim.SGD}, "scheduler", ["LRScheduler", "SGD"]),
+    ({"scheduler": 3}, "scheduler", ["registered name", "LRScheduler", "got 3"]),
     ({"hps": [1, 2]}, "hps", ["mapping", "list"]),
 ]
 
@@ -525,10 +622,12 @@ def test_build_optimizer_uses_the_class_and_kwargs() -> None:
 
 
 def test_build_optimizer_with_a_custom_class_and_param_groups() -> None:
-    hps = HyperParameters(optimizer=f"{__name__}.MyOptimizer", optimizer_kwargs={"lr": 0.25})
-    optimizer = hps.build_optimizer([{"params": parameters(), "lr": 0.5}, {"params": parameters()}])
-    assert type(optimizer) is MyOptimizer
-    assert [group["lr"] for group in optimizer.param_groups] == [0.5, 0.25]
+    for optimizer_, built in [("hpstestoptimizer", MyOptimizer), (UnregisteredOptimizer,) * 2]:
+        hps = HyperParameters(optimizer=optimizer_, optimizer_kwargs={"lr": 0.25})
+        groups = [{"params": parameters(), "lr": 0.5}, {"params": parameters()}]
+        optimizer = hps.build_optimizer(groups)
+        assert type(optimizer) is built
+        assert [group["lr"] for group in optimizer.param_groups] == [0.5, 0.25]
 
 
 def test_build_optimizer_names_a_value_torch_rejects() -> None:

@@ -74,7 +74,7 @@ def _to_optimizer(value: str | type[Optimizer]) -> str | type[Optimizer]:
 
 def _to_scheduler(value: str | type[LRScheduler] | None) -> str | type[LRScheduler] | None:
     """A torch.optim.lr_scheduler class or accmt 1.x schedule by its name (any case), an
-    LRScheduler subclass (or its dotted import path), or None. torch's classes are kept by
+    LRScheduler subclass, or None. torch's classes are kept by
     name."""
     if value is None:
         return None
@@ -125,7 +125,7 @@ def _to_scheduler_kwargs(value: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _serialize(instance: Any, field: attrs.Attribute[Any] | None, value: Any) -> Any:
-    """``attrs.asdict`` hook: classes become import paths, tuples become lists."""
+    """``attrs.asdict`` hook: classes become their registered names, tuples become lists."""
     if field is not None and field.name in ("optimizer", "scheduler") and callable(value):
         # Written by its registered name, which from_dict reads back; an unregistered class is
         # written as its qualified name for people to read, and from_dict refuses it.
@@ -141,12 +141,13 @@ class HyperParameters:
     - ``max_steps``: a cap on optimizer steps (at least 1), or None.
     - ``batch_size``: an int, or a ``(train, val)`` pair; each at least 1.
     - ``optimizer``: the name of a torch.optim optimizer (any case: ``"adamw"`` is kept as
-      ``"AdamW"``), an ``Optimizer`` subclass, or its dotted import path; ``optimizer_kwargs``
+      ``"AdamW"``), or an ``Optimizer`` subclass (a
+      registered name in a configuration); ``optimizer_kwargs``
       are its arguments, such as ``{"lr": 1e-3}``.
     - ``scheduler``: None (constant learning rate), the name of a torch.optim.lr_scheduler class,
       one of accmt 1.x's schedules (``LinearWithWarmup``, ``CosineWithWarmup``, ``Constant``,
       ``ConstantWithWarmup``, ``CosineWithHardRestartsWithWarmup``, ``InverseSQRT``,
-      ``PolynomialDecayWithWarmup``), an ``LRScheduler`` subclass or its dotted import path.
+      ``PolynomialDecayWithWarmup``), or an ``LRScheduler`` subclass.
       ``scheduler_kwargs`` are its arguments; warmup is given as ``num_warmup_steps`` or as
       ``warmup_ratio``, a fraction of the training steps. The arguments that size a schedule to
       the run (``num_training_steps``, ``total_iters``, ``T_max``, ``total_steps``...) are
@@ -251,7 +252,7 @@ class HyperParameters:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data keyed by the field names, which :meth:`from_dict` reads back to an equal
-        object. Tuples become lists; classes become their import paths."""
+        object. Tuples become lists; classes become their registered names."""
         return attrs.asdict(self, value_serializer=_serialize)
 
     def to_yaml(self, path: str | os.PathLike[str]) -> None:

@@ -62,7 +62,9 @@ def register_optimizer(name: str, optimizer: type[Optimizer]) -> None:
 def register_scheduler(name: str, scheduler: Callable[..., LRScheduler]) -> None:
     """Let configurations name ``scheduler`` (an ``LRScheduler`` subclass, or a function of the
     optimizer and keyword arguments returning one) as ``name``."""
-    if not callable(scheduler):
+    if not callable(scheduler) or (
+        isinstance(scheduler, type) and not issubclass(scheduler, LRScheduler)
+    ):
         raise HyperParametersError(
             "register_scheduler", f"expected an LRScheduler class or factory, got {scheduler!r}"
         )
@@ -76,7 +78,9 @@ def _register(kind: str, name: str, target: Any) -> None:
     taken = {known.lower(): known for known in registry}.get(name.lower())
     if taken is not None and (taken in _BUILT_IN[kind] or registry[taken] is not target):
         raise HyperParametersError(f"register_{kind}", f"{name!r} already names {describe(taken)}")
-    registry[name] = target
+    if taken is None:
+        # One name per target, so that a class given in Python reads back under that name.
+        registry[name] = target
 
 
 def resolve(value: Any, kind: str, base: type) -> Any:

@@ -110,13 +110,14 @@ class Callback:
         """
 
     def request_stop(self, reason: str = "") -> None:
-        """Ask the loop to stop training after the hook that is running.
+        """Ask the loop to stop training at its next stopping point.
 
         Sets ``handler.should_stop`` (and ``handler.stop_reason`` to ``reason``, or to a
         sentence naming this callback, unless an earlier request already gave one). When the
-        bound ``trainer`` has a ``should_stop`` attribute it is set to True as well. Setting
-        ``self.trainer.should_stop = True`` yourself works with loops that read it (the accmt
-        Trainer reads both). Nothing exits the process; the loop ends the fit normally.
+        bound ``trainer`` has a ``should_stop`` attribute it is set to True as well, for loops
+        that read their own flag; the accmt Trainer's ``should_stop`` is this same request, and
+        it stops at the end of the current optimizer step (after that step's log, evaluation
+        and checkpoint). Nothing exits the process; the loop ends the fit normally.
         """
         handler = self.handler
         if handler is None:

@@ -84,8 +84,8 @@ class CallbackHandler:
 
     The loop binds the handler to its module, trainer and TrainingState (``bind``), then fires
     ``call("on_fit_start")`` and the other hooks in the order the package README lists,
-    ``dispatch_exception(error)`` when an exception ends the fit, and checks ``should_stop``
-    after every training step and evaluation.
+    ``dispatch_exception(error)`` when an exception ends the fit, and checks ``should_stop`` at
+    its stopping points (the accmt Trainer: the end of each optimizer step).
 
     Which callbacks override which hook is resolved once, when a callback is added; a hook
     that no callback overrides costs one dict lookup per call. A callback changed afterwards

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import importlib.metadata
 import json
 import logging
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 import torch
+import xxhash
 from accelerate.state import AcceleratorState
 from safetensors.torch import load_file
 from torch.utils.data import TensorDataset
@@ -233,14 +233,15 @@ def test_manifest_lists_versions_world_size_and_every_file(tmp_path: Path) -> No
         for path in folder.rglob("*")
         if path.is_file() and path.name != "manifest.json"
     }
-    assert {"state.json", "callbacks.json", "process_0.pt"} <= set(on_disk)
+    assert {"state.json", "callbacks.json", "process_0.safetensors"} <= set(on_disk)
     assert any(name.startswith("accelerate/") for name in on_disk)
     assert set(manifest["files"]) == set(on_disk)
+    assert manifest["digest"] == "xxh3_128"
     for name, path in on_disk.items():
         data = path.read_bytes()
         assert manifest["files"][name] == {
             "size": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
+            "xxh3_128": xxhash.xxh3_128(data).hexdigest(),
         }, name
 
 
@@ -250,7 +251,7 @@ def test_manifest_lists_versions_world_size_and_every_file(tmp_path: Path) -> No
 CRASH = 10
 
 
-@pytest.mark.parametrize("damaged", ["state.json", "process_0.pt", "accelerate"])
+@pytest.mark.parametrize("damaged", ["state.json", "process_0.safetensors", "accelerate"])
 def test_a_corrupt_newest_checkpoint_falls_back_to_the_one_before(
     tmp_path: Path, damaged: str
 ) -> None:
@@ -285,7 +286,7 @@ def test_folders_without_a_manifest_or_still_temporary_are_never_loaded(tmp_path
 
 
 def test_resume_true_without_a_checkpoint_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointError, match=r"resume=True, but .* holds no intact checkpoint"):
+    with pytest.raises(CheckpointError, match=r"resume=True, but .* holds no checkpoint"):
         fit(make(tmp_path, resume=True))
 
 

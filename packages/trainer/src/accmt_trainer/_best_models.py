@@ -20,12 +20,15 @@ from accelerate import Accelerator
 from accmt_callbacks import EarlyStopping
 from accmt_state import write_json
 
-from ._folders import replace_folder
+from ._errors import TrainerConfigError
+from ._folders import recover_folder, replace_folder
 from ._nonfinite import NonFiniteGuard
-from ._saving_rules import SavingRule
+from ._saving_rules import SavingRule, parse_rule
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
+
+_METRICS = "metrics.json"
 
 
 class RulePatience(EarlyStopping):
@@ -63,6 +66,11 @@ class BestModels:
         self.greater_is_better = greater_is_better
         self.guard = guard
         self.patience = {name: RulePatience(name, count) for name, count in patience.items()}
+        if accelerator.is_main_process:
+            for rule in rules:
+                folder = model_path / rule.folder
+                recover_folder(folder, _staging(folder), complete=_METRICS)
+        accelerator.wait_for_everyone()
 
     def after_evaluation(self) -> None:
         self._judge(train_loss_rules=False, train_loss=None)
@@ -89,7 +97,7 @@ class BestModels:
     def _write(self, rule: SavingRule, values: Mapping[str, float]) -> None:
         self.guard.check(self.model.parameters())
         folder = self.model_path / rule.folder
-        staging = self.model_path / f".tmp-{rule.folder}"
+        staging = _staging(folder)
         accelerator = self.accelerator
         if accelerator.is_main_process:
             shutil.rmtree(staging, ignore_errors=True)
@@ -100,11 +108,43 @@ class BestModels:
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
             self.state.save(staging / "state.json")
-            write_json(staging / "metrics.json", {"rule": rule.name, "values": dict(values)})
+            # Written last: a staging folder that holds it is complete.
+            write_json(staging / _METRICS, {"rule": rule.name, "values": dict(values)})
             replace_folder(staging, folder)
         accelerator.wait_for_everyone()
+
+
+def _staging(folder: Path) -> Path:
+    return folder.with_name(f".tmp-{folder.name}")
 
 
 def best_key(rule: SavingRule, key: str) -> str:
     """Where a rule keeps the best value of one part in ``state.model_savings``."""
     return rule.name if len(rule.watched) == 1 else f"{rule.name}::{key}"
+
+
+def choose_rules(
+    registered: Mapping[str, SavingRule], disabled: bool, has_validation: bool
+) -> list[SavingRule]:
+    """The rules of a run: those registered, else the validation (or train) loss."""
+    if disabled:
+        return []
+    if registered:
+        return list(registered.values())
+    return [parse_rule("best_valid_loss" if has_validation else "best_train_loss")]
+
+
+def patience_per_rule(
+    patience: int | Mapping[str, int] | None, rules: list[SavingRule]
+) -> dict[str, int]:
+    if patience is None:
+        return {}
+    if isinstance(patience, int):
+        return {rule.name: patience for rule in rules}
+    unknown = set(patience) - {rule.name for rule in rules}
+    if unknown:
+        raise TrainerConfigError(
+            f"Trainer(patience=...): no model saving rule named {sorted(unknown)}; the "
+            f"rules are {[rule.name for rule in rules]}"
+        )
+    return dict(patience)

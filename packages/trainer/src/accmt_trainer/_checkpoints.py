@@ -2,27 +2,32 @@
 
 Layout under ``<model_path>/checkpoints``::
 
-    checkpoint_000004/       one complete checkpoint
-        accelerate/          Accelerate's save_state: model, optimizer, scheduler, scaler, RNGs
-        state.json           the TrainingState
-        callbacks.json       the callbacks' states
-        process_<rank>.pt    each process's loss accumulators
-        manifest.json        written last: versions, world size, every file's size and sha256
-    latest.json              which checkpoint is newest, replaced atomically after each save
-    .tmp-checkpoint_000005/  a checkpoint being written; never read, removed on the next save
+    checkpoint_000004/             one complete checkpoint
+        accelerate/                Accelerate's save_state: model, optimizer, scheduler,
+                                   scaler, RNGs (read back with weights_only=True)
+        state.json                 the TrainingState
+        callbacks.json             the callbacks' states
+        object_<i>.safetensors     each object given to Trainer.register_for_checkpointing
+        process_<rank>.safetensors each process's loss accumulators
+        manifest.json              written last: versions, world size, every file's size and
+                                   xxh3-128 digest
+    latest.json                    which checkpoint is newest, replaced atomically
+    .tmp-checkpoint_000005/        a checkpoint being written; never read, removed on the next
+                                   save
 
 Every process writes into the temporary folder; once all have finished, the main process
-writes the manifest, renames the folder into place and moves the pointer.
+writes the manifest, renames the folder into place and moves the pointer. Nothing in a
+checkpoint is unpickled with code execution: tensors are safetensors or torch archives read
+with ``weights_only=True``, the rest is JSON.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
 import re
 import shutil
+import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,23 +35,42 @@ import torch
 from accelerate import Accelerator
 
 from accmt_callbacks import CallbackHandler
-from accmt_state import StateError, TrainingState, read_json, write_json
+from accmt_state import TrainingState, write_json
 
+from ._background_writer import BackgroundWriter
+from ._checkpoint_parts import AccelerateSnapshot, Checkpointable, Parts
 from ._errors import CheckpointError
 from ._folders import free_sibling, set_aside_folder
+from ._manifest import DIGEST, MANIFEST, check_compatible, inventory, verify
+from ._safe_tree import load_tree
 
-MANIFEST = "manifest.json"
 POINTER = "latest.json"
-_NAME = re.compile(r"^checkpoint_(\d{6})$")
+_NAME = re.compile(r"^checkpoint_(\d{6,})$")
+_DONE = ".done-"
 
 
 class Checkpoints:
-    """The checkpoints of one run, under ``root``: written, chosen, verified and read here."""
+    """The checkpoints of one run, under ``root``: written, chosen, verified and read here.
 
-    def __init__(self, root: Path, accelerator: Accelerator, max_checkpoints: int | None) -> None:
+    ``models``, ``optimizer`` and ``scheduler`` are what Accelerate prepared, in its order;
+    a background write copies them (``background=True``).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        accelerator: Accelerator,
+        *,
+        max_checkpoints: int | None,
+        objects: Sequence[Checkpointable] = (),
+        background: bool = False,
+    ) -> None:
         self.root = root
         self.accelerator = accelerator
         self.max_checkpoints = max_checkpoints
+        self.objects = list(objects)
+        self.background = background
+        self.writer = BackgroundWriter()
 
     # ---------------------------------------------------------------------------- write
 
@@ -57,12 +81,12 @@ class Checkpoints:
         state: TrainingState,
         callbacks: CallbackHandler,
         process_state: Mapping[str, Any],
-    ) -> Path:
-        """Write checkpoint ``index`` from every process; returns its folder.
-
-        ``process_state`` is this process's own part (tensors and numbers), written with
-        ``torch.save`` and read back with ``weights_only=True``.
-        """
+        snapshot_of: tuple[Sequence[torch.nn.Module], Any, Any] | None = None,
+    ) -> None:
+        """Write checkpoint ``index`` from every process. In the background, the call returns
+        once everything is copied to CPU memory (``snapshot_of``: models, optimizer and
+        scheduler); otherwise once the checkpoint is in place."""
+        self.writer.wait()
         accelerator = self.accelerator
         final = self.root / f"checkpoint_{index:06d}"
         temporary = self.root / f".tmp-{final.name}"
@@ -71,22 +95,71 @@ class Checkpoints:
             shutil.rmtree(temporary, ignore_errors=True)
             temporary.mkdir()
         accelerator.wait_for_everyone()
-        accelerator.save_state(str(temporary / "accelerate"))
-        torch.save(dict(process_state), temporary / f"process_{accelerator.process_index}.pt")
-        if accelerator.is_main_process:
-            state.save(temporary / "state.json")
-            callbacks.save_state(temporary / "callbacks.json")
+        parts = Parts.of(state, callbacks, process_state, self.objects, copy=self.background)
+        if self.background and snapshot_of is not None:
+            snapshot = AccelerateSnapshot.take(accelerator, *snapshot_of)
+            self.writer.start(lambda: self._write_later(temporary, final, run, parts, snapshot))
+            return
+        self._guarded(temporary, lambda: accelerator.save_state(str(temporary / "accelerate")))
+        self._guarded(temporary, lambda: parts.write(temporary, accelerator))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            write_json(
-                temporary / MANIFEST, {**run, "index": index, "files": _inventory(temporary)}
-            )
-            shutil.rmtree(final, ignore_errors=True)
-            temporary.rename(final)
+            self._finish(temporary, final, run)
+        accelerator.wait_for_everyone()
+
+    def wait(self) -> None:
+        """Until the background write in flight (if any) is done; re-raises its error."""
+        self.writer.wait()
+
+    def _write_later(
+        self,
+        temporary: Path,
+        final: Path,
+        run: Mapping[str, Any],
+        parts: Parts,
+        snapshot: AccelerateSnapshot,
+    ) -> None:
+        """In the writer thread: this process's files, then (main process) the checkpoint
+        once every process has marked its part done. No collective runs here: they belong
+        to the training thread."""
+        accelerator = self.accelerator
+        self._guarded(temporary, lambda: snapshot.write(temporary / "accelerate", accelerator))
+        self._guarded(temporary, lambda: parts.write(temporary, accelerator))
+        (temporary / f"{_DONE}{accelerator.process_index}").touch()
+        if not accelerator.is_main_process:
+            return
+        markers = [temporary / f"{_DONE}{rank}" for rank in range(accelerator.num_processes)]
+        while not all(marker.exists() for marker in markers):
+            time.sleep(0.01)
+        for marker in markers:
+            marker.unlink()
+        self._finish(temporary, final, run)
+
+    def _guarded(self, temporary: Path, write: Any) -> None:
+        try:
+            write()
+        except OSError as error:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise CheckpointError(
+                f"could not write the checkpoint into {temporary}: {error}; the earlier "
+                "checkpoints are kept as they were"
+            ) from error
+
+    def _finish(self, temporary: Path, final: Path, run: Mapping[str, Any]) -> None:
+        """Main process: manifest, rename into place, pointer, retention."""
+        index = _index(final)
+        manifest = {**run, "index": index, "digest": DIGEST, "files": inventory(temporary)}
+        self._guarded(temporary, lambda: write_json(temporary / MANIFEST, manifest))
+        shutil.rmtree(final, ignore_errors=True)
+        temporary.rename(final)
+        try:
             write_json(self.root / POINTER, {"latest": final.name})
-            self._retain()
-        accelerator.wait_for_everyone()
-        return final
+        except OSError as error:
+            raise CheckpointError(
+                f"checkpoint {final.name} is complete, but {self.root / POINTER} could not be "
+                f"written: {error}. A resume finds checkpoints by index, so it is still found."
+            ) from error
+        self._retain()
 
     # ------------------------------------------------------------------------- resume
 
@@ -103,7 +176,7 @@ class Checkpoints:
         which = -1 if resume is None or resume is True else int(resume)
         found = self.choose(which)
         if found is None and resume is not None:
-            raise CheckpointError(f"resume={resume!r}, but {self.root} holds no intact checkpoint")
+            raise CheckpointError(f"resume={resume!r}, but {self.root} holds no checkpoint")
         if found is None:
             return None
         check_compatible(found[1], run, found[0])
@@ -111,19 +184,37 @@ class Checkpoints:
             self.set_aside_newer(found[0])
         return found[0]
 
-    def load(self, folder: Path) -> tuple[TrainingState, Any]:
-        """The state and this process's own part of checkpoint ``folder``."""
+    def load(self, folder: Path, run: Mapping[str, Any]) -> tuple[TrainingState, Any]:
+        """The state, checked against the run, and this process's own part of ``folder``."""
         state = TrainingState.load(folder / "state.json")
-        part = folder / f"process_{self.accelerator.process_index}.pt"
-        return state, torch.load(part, weights_only=True)
+        check_position(state, run, folder / "state.json")
+        rank = self.accelerator.process_index
+        part = folder / f"process_{rank}.safetensors"
+        if part.exists():
+            return state, load_tree(part)
+        # accmt 2.0 wrote it with torch.save; tensors and numbers only.
+        return state, torch.load(folder / f"process_{rank}.pt", weights_only=True)
 
-    def load_callbacks(self, folder: Path, callbacks: CallbackHandler) -> None:
-        """The callbacks' states, into ``callbacks`` once it is bound to the loaded state."""
+    def load_rest(self, folder: Path, callbacks: CallbackHandler) -> None:
+        """The callbacks' states (into ``callbacks``, bound to the loaded state) and the
+        registered objects' states."""
         callbacks.load_state(folder / "callbacks.json")
+        for index, target in enumerate(self.objects):
+            path = folder / f"object_{index}.safetensors"
+            if not path.exists():
+                raise CheckpointError(
+                    f"{path} is missing: the checkpoint holds fewer registered objects than the "
+                    f"{len(self.objects)} given to register_for_checkpointing"
+                )
+            target.load_state_dict(load_tree(path))
 
     def load_accelerate(self, folder: Path) -> None:
-        """Model, optimizer, scheduler, scaler and RNGs, through Accelerate's load_state."""
-        self.accelerator.load_state(str(folder / "accelerate"))
+        """Model, optimizer, scheduler, scaler and RNGs, through Accelerate's load_state,
+        which reads them with ``weights_only=True``."""
+        try:
+            self.accelerator.load_state(str(folder / "accelerate"))
+        except Exception as error:
+            raise CheckpointError(f"{folder / 'accelerate'} cannot be loaded: {error}") from error
 
     def set_aside(self) -> None:
         """Move earlier checkpoints out of the way of a fresh run (``resume=False``)."""
@@ -138,7 +229,7 @@ class Checkpoints:
         ``checkpoints.old-<n>`` folder: they belong to the run this one branches off, and an
         automatic resume must not take them for this run's. Nothing is deleted."""
         accelerator = self.accelerator
-        newer = [path for path in self.complete() if path.name > chosen.name]
+        newer = [path for path in self.complete() if _index(path) > _index(chosen)]
         if accelerator.is_main_process and newer:
             aside = free_sibling(self.root)
             aside.mkdir()
@@ -161,15 +252,16 @@ class Checkpoints:
         """Folders that look like finished checkpoints (renamed into place), oldest first."""
         if not self.root.is_dir():
             return []
-        return sorted(p for p in self.root.iterdir() if _NAME.match(p.name) and p.is_dir())
+        found = [p for p in self.root.iterdir() if _NAME.match(p.name) and p.is_dir()]
+        return sorted(found, key=_index)
 
     def choose(self, which: int) -> tuple[Path, dict[str, Any]] | None:
         """The checkpoint to resume from, with its manifest, or None when there is none.
 
-        ``which`` is -1 for the newest intact one (a corrupt newest one is passed over with a
-        warning), or a checkpoint index. Folders are only ever renamed into place complete, so
-        the newest by index is what ``latest.json`` names; the pointer is for people and tools,
-        and choosing by index still works when a crash came between the rename and the pointer.
+        ``which`` is -1 for the newest intact one (a damaged newest one is passed over with a
+        warning naming the file), or a checkpoint index. Folders are only ever renamed into
+        place complete, so the newest by index is what ``latest.json`` names; choosing by index
+        still works when a crash came between the rename and the pointer.
         """
         candidates = self.complete()
         if which != -1:
@@ -201,60 +293,30 @@ class Checkpoints:
         return None
 
     def verify(self, path: Path) -> dict[str, Any]:
-        """The checkpoint's manifest, once every file it lists has its size and checksum."""
-        try:
-            manifest: dict[str, Any] = read_json(path / MANIFEST)
-        except StateError as error:
-            raise CheckpointError(f"its manifest is missing or unreadable ({error})") from error
-        files = manifest.get("files")
-        if not isinstance(files, dict) or not files:
-            raise CheckpointError("its manifest lists no files")
-        for name, expected in files.items():
-            found = _describe(path / name) if (path / name).is_file() else None
-            if found != expected:
-                raise CheckpointError(f"{name} is missing, truncated or altered")
-        return manifest
+        """The checkpoint's manifest, once every file is as it lists (see ``_manifest``)."""
+        return verify(path)
 
 
-def _inventory(folder: Path) -> dict[str, dict[str, Any]]:
-    return {
-        str(path.relative_to(folder)): _describe(path)
-        for path in sorted(folder.rglob("*"))
-        if path.is_file() and path.name != MANIFEST
+def check_position(state: TrainingState, run: Mapping[str, Any], path: Path) -> None:
+    """The counters of a resumed state must describe a moment this run can reach: whole
+    epochs of ``batches_per_epoch`` batches, one optimizer step per accumulation window."""
+    batches, window = run["batches_per_epoch"], run["grad_accumulation_steps"]
+    steps_per_epoch = -(-batches // window)
+    seen = state.batches_seen_in_epoch
+    expected = {
+        "batches_seen_in_epoch": min(seen, batches),
+        "global_step": state.epoch * steps_per_epoch + -(-seen // window),
+        "batch_iteration": state.epoch * batches + seen,
     }
-
-
-def _describe(path: Path) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return {"size": path.stat().st_size, "sha256": digest.hexdigest()}
+    for field, value in expected.items():
+        found = getattr(state, field)
+        if found != value:
+            raise CheckpointError(
+                f"{path}: {field} is {found}, but with epoch={state.epoch}, "
+                f"batches_seen_in_epoch={seen}, {batches} batches per epoch and accumulation "
+                f"{window} it must be {value}; the state does not describe a moment of this run"
+            )
 
 
 def _index(folder: Path) -> int:
     return int(folder.name.split("_")[1])
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of the packages a checkpoint's contents depend on."""
-    names = ("accmt-trainer", "accmt-state", "accmt-callbacks", "accmt-metrics", "torch",
-             "accelerate")  # fmt: skip
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = "unknown"
-    return versions
-
-
-def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: Path) -> None:
-    """Refuse a checkpoint whose data position cannot be mapped onto this run exactly."""
-    for key in ("world_size", "train_batch_size", "grad_accumulation_steps", "batches_per_epoch"):
-        if manifest.get(key) != run[key]:
-            raise CheckpointError(
-                f"checkpoint {path} was made with {key}={manifest.get(key)!r}, but this run has "
-                f"{key}={run[key]!r}; the position within the epoch cannot be mapped exactly. "
-                "Resume with the same settings, or pass resume=False to start afresh."
-            )

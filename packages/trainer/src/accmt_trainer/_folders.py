@@ -29,3 +29,18 @@ def replace_folder(staging: Path, folder: Path) -> None:
     staging.rename(folder)
     if previous is not None:
         shutil.rmtree(previous, ignore_errors=True)
+
+
+def recover_folder(folder: Path, staging: Path, complete: str) -> None:
+    """Undo what a kill inside :func:`replace_folder` left: a ``staging`` that holds
+    ``complete`` is the newer version and goes into place; otherwise the set-aside copy comes
+    back. Leftover set-aside copies go once ``folder`` is whole again."""
+    aside = sorted(folder.parent.glob(f"{folder.name}.old-*"))
+    if not folder.exists():
+        if (staging / complete).exists():
+            staging.rename(folder)
+        elif aside:
+            aside.pop().rename(folder)
+    if folder.exists():
+        for old in aside:
+            shutil.rmtree(old, ignore_errors=True)

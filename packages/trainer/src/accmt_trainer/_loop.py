@@ -276,9 +276,12 @@ class TrainingLoop:
         self.callbacks.call("on_save_checkpoint")
         self.state.num_checkpoints_made += 1
         windows = {"window": self.window.state_dict(), "epoch": self.epoch_loss.state_dict()}
+        teacher = self.module.teacher
+        models = [self.run.model] if teacher is None else [self.run.model, teacher]
         self.owners.checkpoints.save(
-            self.state.num_checkpoints_made, self.run_facts, self.state, self.callbacks, windows
-        )
+            self.state.num_checkpoints_made, self.run_facts, self.state, self.callbacks, windows,
+            snapshot_of=(models, self.run.optimizer, self.run.scheduler),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------------- logging
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -17,13 +18,16 @@ from torch.utils.data import Dataset, Sampler
 from accmt_callbacks import Callback, CallbackHandler
 from accmt_state import TrainingState
 
-from ._best_models import BestModels, RulePatience
+from ._best_models import BestModels, RulePatience, choose_rules, patience_per_rule
+from ._checkpoint_parts import Checkpointable, check_checkpointable
 from ._checkpoint_schedule import parse_checkpoint_every
-from ._checkpoints import Checkpoints, package_versions
+from ._checkpoints import Checkpoints
 from ._errors import TrainerConfigError
 from ._evaluation import Evaluation
+from ._folder_lock import FolderLock
 from ._hyperparameters import HyperParameters
 from ._loop import LoopOptions, Owners, TrainingLoop
+from ._manifest import run_facts
 from ._module import AcceleratorModule
 from ._monitor import Monitor
 from ._nonfinite import NONFINITE_POLICIES, NonFiniteGuard, NonFinitePolicy
@@ -98,6 +102,7 @@ class Trainer:
         handle_signals: bool = True,
         sanity_check: bool = True,
         on_nonfinite_loss: NonFinitePolicy = "error",
+        checkpoint_async: bool = False,
     ) -> None:
         self.hps = HyperParameters.from_config(hps_config)
         self.model_path = Path(model_path)
@@ -144,7 +149,9 @@ class Trainer:
         self.handle_signals = handle_signals
         self.sanity_check = sanity_check
         self.on_nonfinite_loss = one_of("on_nonfinite_loss", on_nonfinite_loss, NONFINITE_POLICIES)
+        self.checkpoint_async = checkpoint_async
         self.saving_rules: dict[str, SavingRule] = {}
+        self.checkpointed_objects: list[Checkpointable] = []
         self._optimizer_step: OptimizerStep | None = None
 
     # --------------------------------------------------------------------------- public
@@ -156,28 +163,40 @@ class Trainer:
         val_dataset: Dataset[Any] | Mapping[str, Dataset[Any]] | None = None,
     ) -> TrainingState:
         """Train ``module`` on ``train_dataset``, evaluating on ``val_dataset`` (one dataset,
-        or a dict of named datasets). Returns the final :class:`TrainingState`."""
+        or a dict of named datasets). Returns the final :class:`TrainingState`.
+
+        The run holds an exclusive lock on ``model_path`` until it returns: a second run on
+        the same folder fails at once, naming the holder."""
         _check_module(module)
-        accelerator = make_accelerator(self.accelerator_options())
+        self.accelerator = make_accelerator(self.accelerator_options())
         if self.seed is not None:
             set_seed(self.seed)
-        self.accelerator = accelerator
-        datasets = (train_dataset, named_sets(val_dataset))
+        check_writable(self._folders())
+        with FolderLock(self.model_path, self.accelerator):
+            return self._fit(module, (train_dataset, named_sets(val_dataset)))
+
+    def _fit(
+        self, module: AcceleratorModule, datasets: tuple[Dataset[Any], dict[str, Dataset[Any]]]
+    ) -> TrainingState:
         check_datasets(*datasets)
+        accelerator = self.accelerator
         run = prepare_run(
             accelerator, module, self.hps, datasets, self.loader_options, self.metrics
         )
         self.model, self.optimizer, self.scheduler = run.model, run.optimizer, run.scheduler
         check_data(run.train_loader, run.val_loaders)
-        check_writable(self._folders())
         checkpoints = Checkpoints(
-            self.model_path / "checkpoints", accelerator, self.max_checkpoints
+            self.model_path / "checkpoints", accelerator, max_checkpoints=self.max_checkpoints,
+            objects=self.checkpointed_objects, background=self.checkpoint_async,
+        )  # fmt: skip
+        facts = run_facts(run, self.hps.train_batch_size)
+        resuming = checkpoints.find(self.resume, facts) if self._resumes() else None
+        state, process_state = (
+            checkpoints.load(resuming, facts) if resuming else (TrainingState(), None)
         )
-        resuming = checkpoints.find(self.resume, self._run_facts(run)) if self._resumes() else None
-        state, process_state = checkpoints.load(resuming) if resuming else (TrainingState(), None)
         loop = self._loop(run, module, state, checkpoints)
         if resuming is not None and process_state is not None:
-            checkpoints.load_callbacks(resuming, self.callbacks)
+            checkpoints.load_rest(resuming, self.callbacks)
             loop.restore(process_state)
             if loop.reached_end():
                 # Nothing to train; the model is left as the run finished it.
@@ -236,6 +255,17 @@ class Trainer:
         parsed = parse_rule(rule, saving_above, saving_below)
         self.saving_rules[parsed.name] = parsed
 
+    def register_for_checkpointing(self, *objects: Checkpointable) -> None:
+        """Save and restore ``objects`` with every checkpoint, in this order.
+
+        Each must offer ``state_dict()`` and ``load_state_dict(state)``, the state being
+        tensors and plain values (dicts with string keys, lists, numbers, strings, booleans,
+        None): it is written as safetensors and JSON, so loading it runs no code.
+        """
+        for obj in objects:
+            check_checkpointable(obj)
+        self.checkpointed_objects.extend(objects)
+
     # The steps of an ExtendedAcceleratorModule, through the run's optimizer step.
 
     def backward(self, loss: torch.Tensor) -> None:
@@ -281,17 +311,6 @@ class Trainer:
     def _resumes(self) -> bool:
         return self.checkpoint_schedule is not None or self.resume is not None
 
-    def _run_facts(self, run: Run) -> dict[str, Any]:
-        """What a checkpoint must agree with to resume exactly."""
-        return {
-            "format": 1,
-            "world_size": run.accelerator.num_processes,
-            "train_batch_size": self.hps.train_batch_size,
-            "grad_accumulation_steps": self.grad_accumulation_steps,
-            "batches_per_epoch": len(run.train_loader),
-            "versions": package_versions(),
-        }
-
     def _loop(
         self, run: Run, module: AcceleratorModule, state: TrainingState, checkpoints: Checkpoints
     ) -> TrainingLoop:
@@ -299,9 +318,9 @@ class Trainer:
         self.state = state
         accelerator = run.accelerator
         guard = NonFiniteGuard(self.on_nonfinite_loss, accelerator)
-        rules = self._choose_rules(bool(run.val_loaders))
+        rules = choose_rules(self.saving_rules, self.disable_model_saving, bool(run.val_loaders))
         best_models = BestModels(
-            accelerator, run.model, state, rules, self._patience_per_rule(rules),
+            accelerator, run.model, state, rules, patience_per_rule(self.patience, rules),
             model_path=self.model_path, greater_is_better=_greater_is_better(run), guard=guard,
         )  # fmt: skip
         users = self._user_callbacks()
@@ -333,7 +352,7 @@ class Trainer:
         )  # fmt: skip
         return TrainingLoop(
             run, module, state, self.callbacks, owners, options, log=self.log,
-            run_facts=self._run_facts(run),
+            run_facts=run_facts(run, self.hps.train_batch_size),
         )  # fmt: skip
 
     def _check_names(self, loop: TrainingLoop) -> None:
@@ -341,10 +360,14 @@ class Trainer:
         check_names(reported, loop.owners.best_models.rules, self._user_callbacks())
 
     def _train(self, loop: TrainingLoop, resuming: Path | None) -> TrainingState:
+        checkpoints = loop.owners.checkpoints
         try:
             with stop_on_signals(self.request_stop, self.handle_signals):
                 loop.fit(resuming)
+            checkpoints.wait()
         except BaseException as error:
+            with contextlib.suppress(Exception):
+                checkpoints.wait()  # the write in flight ends before the error leaves fit
             self.callbacks.dispatch_exception(error)
             raise
         finally:
@@ -355,26 +378,6 @@ class Trainer:
 
     def _user_callbacks(self) -> list[Callback]:
         return [c for c in self.callbacks.callbacks if not isinstance(c, RulePatience)]
-
-    def _choose_rules(self, has_validation: bool) -> list[SavingRule]:
-        if self.disable_model_saving:
-            return []
-        if self.saving_rules:
-            return list(self.saving_rules.values())
-        return [parse_rule("best_valid_loss" if has_validation else "best_train_loss")]
-
-    def _patience_per_rule(self, rules: list[SavingRule]) -> dict[str, int]:
-        if self.patience is None:
-            return {}
-        if isinstance(self.patience, int):
-            return {rule.name: self.patience for rule in rules}
-        unknown = set(self.patience) - {rule.name for rule in rules}
-        if unknown:
-            raise TrainerConfigError(
-                f"Trainer(patience=...): no model saving rule named {sorted(unknown)}; the "
-                f"rules are {[rule.name for rule in rules]}"
-            )
-        return dict(self.patience)
 
 
 def _check_module(module: AcceleratorModule) -> None:

@@ -1,0 +1,138 @@
+"""A checkpoint's manifest: what it must hold, byte for byte, before anything in it is read.
+
+The manifest lists every file with its size and digest (xxh3-128, computed by threads over
+the files just written, while they are still in the page cache; manifests of accmt 2.0 used
+sha256 and still verify). A checkpoint whose files differ in any way from the list (a file
+missing, added, resized or altered, or not of the kind its name says) is not trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import zipfile
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import xxhash
+from accelerate.utils import load
+from safetensors import safe_open
+
+from accmt_state import StateError, read_json
+
+from ._errors import CheckpointError
+
+if TYPE_CHECKING:
+    from ._setup import Run
+
+MANIFEST = "manifest.json"
+DIGEST = "xxh3_128"
+_BLOCK = 1 << 22
+# Accelerate's RNG states: torch.save archives it loads with weights_only=True.
+_RNG_FILES = "random_states_"
+
+
+def inventory(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every file under ``folder`` but the manifest, with its size and digest."""
+    paths = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        described = list(pool.map(lambda path: describe(path, DIGEST), paths))
+    return {str(p.relative_to(folder)): entry for p, entry in zip(paths, described, strict=True)}
+
+
+def describe(path: Path, algorithm: str) -> dict[str, Any]:
+    digest: Any = xxhash.xxh3_128() if algorithm == DIGEST else hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(_BLOCK), b""):
+            digest.update(block)
+    return {"size": path.stat().st_size, algorithm: digest.hexdigest()}
+
+
+def verify(folder: Path) -> dict[str, Any]:
+    """The checkpoint's manifest, once every file it lists, and no other, has its size, digest
+    and kind. Raises CheckpointError naming the first file that does not."""
+    try:
+        manifest: dict[str, Any] = read_json(folder / MANIFEST)
+    except StateError as error:
+        raise CheckpointError(f"its manifest is missing or unreadable ({error})") from error
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise CheckpointError("its manifest lists no files")
+    present = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+    unlisted = sorted(present - set(files) - {MANIFEST})
+    if unlisted:
+        raise CheckpointError(f"{unlisted[0]} is not listed in its manifest")
+    algorithm = DIGEST if manifest.get("digest") == DIGEST else "sha256"
+    for name, expected in files.items():
+        path = folder / name
+        found = describe(path, algorithm) if path.is_file() else None
+        if found != expected:
+            raise CheckpointError(f"{name} is missing, truncated or altered")
+        _check_kind(path, name)
+    return manifest
+
+
+def _check_kind(path: Path, name: str) -> None:
+    """The file is what its name says: JSON, safetensors, or a torch zip archive (which
+    Accelerate and this package read with ``weights_only=True``)."""
+    suffix = path.suffix
+    try:
+        if suffix == ".json":
+            json.loads(path.read_text(encoding="utf-8"))
+        elif suffix == ".safetensors":
+            with safe_open(str(path), framework="pt"):
+                pass
+        elif suffix in (".bin", ".pt") or (suffix == ".pkl" and path.name.startswith(_RNG_FILES)):
+            if not zipfile.is_zipfile(path):
+                raise ValueError("a bare pickle where a torch archive of tensors is expected")
+            if suffix == ".pkl":
+                # Accelerate would skip RNG states it cannot read without a word; read them
+                # here, the way it does (weights_only, numpy arrays allowed), to refuse them.
+                load(path, map_location="cpu")
+        else:
+            raise ValueError(
+                f"a file of unknown kind ({suffix or 'no suffix'}); objects are checkpointed "
+                "with Trainer.register_for_checkpointing, never as pickles"
+            )
+    except Exception as error:
+        raise CheckpointError(f"{name} is not a valid {suffix or 'file'}: {error}") from error
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages a checkpoint's contents depend on."""
+    names = ("accmt-trainer", "accmt-state", "accmt-callbacks", "accmt-metrics", "torch",
+             "accelerate")  # fmt: skip
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "unknown"
+    return versions
+
+
+def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: Path) -> None:
+    """Refuse a checkpoint whose data position cannot be mapped onto this run exactly."""
+    for key in ("world_size", "train_batch_size", "grad_accumulation_steps", "batches_per_epoch"):
+        if manifest.get(key) != run[key]:
+            raise CheckpointError(
+                f"checkpoint {path} was made with {key}={manifest.get(key)!r}, but this run has "
+                f"{key}={run[key]!r}; the position within the epoch cannot be mapped exactly. "
+                "Resume with the same settings, or pass resume=False to start afresh."
+            )
+
+
+def run_facts(run: Run, train_batch_size: int) -> dict[str, Any]:
+    """What a checkpoint must agree with to resume exactly."""
+    accelerator = run.accelerator
+    return {
+        "format": 2,
+        "world_size": accelerator.num_processes,
+        "train_batch_size": train_batch_size,
+        "grad_accumulation_steps": accelerator.gradient_accumulation_steps,
+        "batches_per_epoch": len(run.train_loader),
+        "versions": package_versions(),
+    }

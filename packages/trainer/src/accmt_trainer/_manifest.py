@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import torch
 import xxhash
 from accelerate.utils import load
 from safetensors import safe_open
@@ -88,6 +89,10 @@ def _check_kind(path: Path, name: str) -> None:
         elif suffix in (".bin", ".pt") or (suffix == ".pkl" and path.name.startswith(_RNG_FILES)):
             if not zipfile.is_zipfile(path):
                 raise ValueError("a bare pickle where a torch archive of tensors is expected")
+            # Read without running it: what the archive would build beyond tensors.
+            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
+            if unsafe and suffix != ".pkl":
+                raise ValueError(f"it would build {unsafe}, not only tensors and plain values")
             if suffix == ".pkl":
                 # Accelerate would skip RNG states it cannot read without a word; read them
                 # here, the way it does (weights_only, numpy arrays allowed), to refuse them.

@@ -1,4 +1,5 @@
-"""StateError: one type, a ValueError, naming the file and every bad field with its JSON path."""
+"""StateError: a ValueError naming the file and every bad field with its JSON path, and the base of
+every error accmt-state raises, each also the built-in that fits."""
 
 from __future__ import annotations
 
@@ -8,7 +9,17 @@ from typing import Any
 
 import pytest
 
-from accmt_state import StateError, TrainingState, write_json
+import accmt_state
+from accmt_state import (
+    SCHEMA_VERSION,
+    StateError,
+    StateMigrationError,
+    StateTypeError,
+    TrainingState,
+    converter,
+    register_migration,
+    write_json,
+)
 
 
 def valid() -> dict[str, Any]:
@@ -113,3 +124,66 @@ def test_state_error_pickles() -> None:
         error.file,
         str(error),
     )
+
+
+STATE_ERRORS = [
+    value
+    for name in accmt_state.__all__
+    if isinstance(value := getattr(accmt_state, name), type) and issubclass(value, BaseException)
+]
+
+
+def test_every_public_error_is_a_state_error_and_a_builtin() -> None:
+    assert sorted(error.__name__ for error in STATE_ERRORS) == [
+        "StateError",
+        "StateMigrationError",
+        "StateTypeError",
+    ]
+    for error in STATE_ERRORS:
+        assert issubclass(error, StateError)
+        assert issubclass(error, ValueError)  # StateError always was one; users catch it so
+    assert issubclass(StateTypeError, TypeError)
+
+
+@pytest.mark.parametrize("error", STATE_ERRORS)
+def test_every_error_pickles_as_itself(error: type[StateError]) -> None:
+    copy = pickle.loads(pickle.dumps(error("summary", ["a problem"], "s.json")))
+    assert type(copy) is error
+    assert (copy.summary, copy.problems, copy.file) == ("summary", ("a problem",), "s.json")
+
+
+def test_assigning_a_wrong_type_raises_a_state_type_error() -> None:
+    state = TrainingState()
+    with pytest.raises(StateTypeError, match="finished must be a bool, got int 1"):
+        state.finished = 1  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="global_step must be an int") as wrong_type:
+        state.global_step = "3"  # type: ignore[assignment]
+    assert isinstance(wrong_type.value, StateError)
+    with pytest.raises(TypeError, match="unknown or read-only fields: nope") as caught:
+        state.update(nope=1)
+    assert type(caught.value) is StateTypeError
+
+
+def test_assigning_a_value_out_of_range_raises_a_state_error() -> None:
+    state = TrainingState()
+    with pytest.raises(ValueError, match="global_step must be >= 0, got -1") as caught:
+        state.global_step = -1
+    assert type(caught.value) is StateError
+    with pytest.raises(StateError, match=r"patience_left\['loss'\] must be >= 0"):
+        TrainingState(patience_left={"loss": -1})
+
+
+def test_the_converter_raises_state_type_errors() -> None:
+    with pytest.raises(StateTypeError, match=r"expected an integer, got a string \('3'\)"):
+        converter.structure("3", int)
+
+
+def test_misused_register_migration() -> None:
+    with pytest.raises(ValueError, match="already registered") as caught:
+        register_migration(1)(lambda data: data)
+    assert type(caught.value) is StateMigrationError
+    with pytest.raises(StateMigrationError, match="would never run"):
+        register_migration(SCHEMA_VERSION)
+    with pytest.raises(TypeError, match="from_version must be an int") as wrong_type:
+        register_migration("1")  # type: ignore[arg-type]
+    assert type(wrong_type.value) is StateTypeError

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._errors import CallbackNotBoundError
+
 if TYPE_CHECKING:
     from torch import Tensor
     from torch.optim import Optimizer
@@ -121,7 +123,7 @@ class Callback:
         """
         handler = self.handler
         if handler is None:
-            raise RuntimeError(
+            raise CallbackNotBoundError(
                 f"{type(self).__qualname__}.request_stop() was called on a callback that is not "
                 "in a CallbackHandler; add it to one first (CallbackHandler([callback]))"
             )

@@ -5,9 +5,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Literal
 
-from accmt_state import StateError
-
 from ._callback import Callback
+from ._errors import (
+    CallbackNotBoundError,
+    CallbackStateError,
+    CallbackTypeError,
+    CallbackValueError,
+    MonitoredMetricError,
+)
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
@@ -44,14 +49,14 @@ class EarlyStopping(Callback):
     ) -> None:
         metric, at, on_set = _split_monitor(monitor) if isinstance(monitor, str) else ("", "", "")
         if not metric or (at and not on_set):
-            raise ValueError(
+            raise CallbackValueError(
                 f"EarlyStopping: monitor must name a metric, as in 'loss' or 'loss@valid', "
                 f"got {monitor!r}"
             )
         if mode not in ("min", "max"):
-            raise ValueError(f"EarlyStopping: mode must be 'min' or 'max', got {mode!r}")
+            raise CallbackValueError(f"EarlyStopping: mode must be 'min' or 'max', got {mode!r}")
         if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
-            raise ValueError(
+            raise CallbackValueError(
                 f"EarlyStopping: patience must be an int of 1 or more, got {patience!r}"
             )
         if (
@@ -60,7 +65,7 @@ class EarlyStopping(Callback):
             or not math.isfinite(min_delta)
             or min_delta < 0
         ):
-            raise ValueError(
+            raise CallbackValueError(
                 f"EarlyStopping: min_delta must be a finite number of 0 or more, got {min_delta!r}"
             )
         self.monitor = monitor
@@ -119,40 +124,40 @@ class EarlyStopping(Callback):
     def monitored_value(self) -> float:
         """The monitored metric in ``state.additional_metrics``, as a float.
 
-        Raises ValueError naming the validation sets or metrics that exist when the monitor
-        does not resolve to one of them.
+        Raises MonitoredMetricError (a ValueError) naming the validation sets or metrics that
+        exist when the monitor does not resolve to one of them.
         """
         metrics = self._bound_state().additional_metrics
         name, _, wanted_set = _split_monitor(self.monitor)
         if not metrics:
-            raise ValueError(
+            raise MonitoredMetricError(
                 f"EarlyStopping({self.monitor!r}): state.additional_metrics is empty at "
                 "on_evaluation_end; the loop writes each validation set's metrics there before "
                 "firing it"
             )
         if not wanted_set:
             if len(metrics) > 1:
-                raise ValueError(
+                raise MonitoredMetricError(
                     f"EarlyStopping({self.monitor!r}): there are several validation sets "
                     f"({_names(metrics)}); name one, as in monitor="
                     f"{name + '@' + next(iter(metrics))!r}"
                 )
             wanted_set = next(iter(metrics))
         elif wanted_set not in metrics:
-            raise ValueError(
+            raise MonitoredMetricError(
                 f"EarlyStopping({self.monitor!r}): no validation set {wanted_set!r}; the sets "
                 f"are {_names(metrics)}"
             )
         values = metrics[wanted_set]
         if name not in values:
-            raise ValueError(
+            raise MonitoredMetricError(
                 f"EarlyStopping({self.monitor!r}): validation set {wanted_set!r} has no metric "
                 f"{name!r}; its metrics are {_names(values)}"
             )
         try:
             return float(values[name])
         except (TypeError, ValueError):
-            raise TypeError(
+            raise CallbackTypeError(
                 f"EarlyStopping({self.monitor!r}): the value of {name!r} in validation set "
                 f"{wanted_set!r} is not a number: {values[name]!r}"
             ) from None
@@ -162,12 +167,17 @@ class EarlyStopping(Callback):
         return {"best": self.best, "wait": self.wait}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore ``best`` and ``wait``; raises ``accmt_state.StateError`` on bad values."""
+        """Restore ``best`` and ``wait``; raises CallbackStateError (an ``accmt_state.StateError``)
+        on bad values."""
         best, wait = state.get("best"), state.get("wait")
         if best is not None and (isinstance(best, bool) or not isinstance(best, (int, float))):
-            raise StateError(f"{self.state_key}: 'best' must be a number or null, got {best!r}")
+            raise CallbackStateError(
+                f"{self.state_key}: 'best' must be a number or null, got {best!r}"
+            )
         if isinstance(wait, bool) or not isinstance(wait, int) or wait < 0:
-            raise StateError(f"{self.state_key}: 'wait' must be an int of 0 or more, got {wait!r}")
+            raise CallbackStateError(
+                f"{self.state_key}: 'wait' must be an int of 0 or more, got {wait!r}"
+            )
         self.best = None if best is None else float(best)
         self.wait = wait
         if self.state is not None:
@@ -187,7 +197,7 @@ class EarlyStopping(Callback):
 
     def _bound_state(self) -> TrainingState:
         if self.state is None:
-            raise RuntimeError(
+            raise CallbackNotBoundError(
                 "EarlyStopping has no state: add it to a CallbackHandler and bind the handler "
                 "(handler.bind(state=...)) before firing hooks"
             )

@@ -10,6 +10,12 @@ from typing import Any
 from accmt_state import StateError, TrainingState, converter, read_json, write_json
 
 from ._callback import EXCEPTION_HOOKS, HOOKS, Callback
+from ._errors import (
+    CallbackNotBoundError,
+    CallbackStateError,
+    CallbackTypeError,
+    CallbackValueError,
+)
 
 # For one hook, (what it resolves to, the note added to what it raises) for each callback that
 # overrides it, in list order.
@@ -28,7 +34,7 @@ def overridden(callback: Callback, name: str) -> Callable[..., object] | None:
     if getattr(resolved, "__func__", resolved) is _BASE_FUNCTIONS[name]:
         return None
     if not callable(resolved):
-        raise TypeError(
+        raise CallbackTypeError(
             f"{type(callback).__qualname__}.{name} must be a method, got "
             f"{type(resolved).__name__}: {resolved!r}"
         )
@@ -126,18 +132,18 @@ class CallbackHandler:
         already taken.
         """
         if not isinstance(callback, Callback):
-            raise TypeError(
+            raise CallbackTypeError(
                 f"CallbackHandler takes Callback instances, got {type(callback).__name__}: "
                 f"{callback!r}"
             )
         if any(callback is present for present in self._callbacks):
-            raise ValueError(f"{callback!r} was already added to this CallbackHandler")
+            raise CallbackValueError(f"{callback!r} was already added to this CallbackHandler")
         hooks = {hook: overridden(callback, hook) for hook in HOOKS}
         saves = overridden(callback, "state_dict") is not None
         loads = overridden(callback, "load_state_dict") is not None
         if saves != loads:
             defined, missing = ("state_dict", "load_state_dict")[:: 1 if saves else -1]
-            raise TypeError(
+            raise CallbackTypeError(
                 f"{type(callback).__qualname__} overrides {defined}() but not {missing}(): a "
                 "stateful callback defines both, so that what it saves is restored on resume"
             )
@@ -167,7 +173,7 @@ class CallbackHandler:
         loop updates.
         """
         if not isinstance(state, TrainingState):
-            raise TypeError(
+            raise CallbackTypeError(
                 f"CallbackHandler.bind(state=...) takes an accmt_state.TrainingState, got "
                 f"{type(state).__name__}"
             )
@@ -181,8 +187,8 @@ class CallbackHandler:
 
         An exception raised by a callback propagates unchanged, with a note naming the callback
         and the hook; the callbacks after it are not called. Before ``bind`` only the exception
-        hooks may be called; any other hook raises RuntimeError, and a name that is not a hook
-        raises ValueError.
+        hooks may be called; any other hook raises CallbackNotBoundError (a RuntimeError), and a
+        name that is not a hook raises CallbackValueError (a ValueError).
         """
         try:
             entries = self._live[hook]
@@ -223,7 +229,7 @@ class CallbackHandler:
                 add_note(error, f"raised by {type(callback).__qualname__}.state_dict()")
                 raise
             if not isinstance(raw, Mapping):
-                raise TypeError(
+                raise CallbackTypeError(
                     f"{type(callback).__qualname__}.state_dict() must return a dict, got "
                     f"{type(raw).__name__}"
                 )
@@ -237,9 +243,9 @@ class CallbackHandler:
         non-finite floats are floats again, in memory as after a file.
 
         With ``strict`` (the default), a key of ``states`` that no callback has, or a stateful
-        callback whose key ``states`` lacks, raises ``accmt_state.StateError`` before any
-        callback is touched; so does an entry that is not a dict. Without ``strict``, missing
-        and unknown keys are skipped.
+        callback whose key ``states`` lacks, raises CallbackStateError (an
+        ``accmt_state.StateError``) before any callback is touched; so does an entry that is not
+        a dict. Without ``strict``, missing and unknown keys are skipped.
         """
         self._load(states, strict, None)
 
@@ -251,13 +257,18 @@ class CallbackHandler:
         """Read a file written by ``save_state`` and ``load_state_dict`` it.
 
         A file that is missing, not JSON, not a JSON object, or that does not match the
-        callbacks (as ``load_state_dict`` checks) raises ``accmt_state.StateError`` naming it.
+        callbacks (as ``load_state_dict`` checks) raises CallbackStateError (an
+        ``accmt_state.StateError``) naming it.
         """
-        self._load(read_json(path), strict, path)
+        try:
+            states = read_json(path)
+        except StateError as error:
+            raise CallbackStateError(error.summary, error.problems, error.file) from error
+        self._load(states, strict, path)
 
     def _load(self, states: Any, strict: bool, file: str | os.PathLike[str] | None) -> None:
         if not isinstance(states, Mapping):
-            raise StateError(
+            raise CallbackStateError(
                 "callback state must be a mapping (a JSON object) of state_key -> state, got "
                 f"{type(states).__name__}",
                 file=file,
@@ -274,7 +285,7 @@ class CallbackHandler:
                 f"state for {key!r}, which no callback has" for key in states if key not in keys
             ]
         if problems:
-            raise StateError(
+            raise CallbackStateError(
                 f"callback state does not match the stateful callbacks ({_listing(keys)})"
                 + ("; pass strict=False to load what matches" if strict else ""),
                 problems,
@@ -298,13 +309,13 @@ class CallbackHandler:
         keys = [callback.state_key for callback in stateful]
         for index, key in enumerate(keys):
             if not isinstance(key, str) or not key:
-                raise TypeError(
+                raise CallbackTypeError(
                     f"{type(stateful[index]).__qualname__}.state_key must be a non-empty str, "
                     f"got {key!r}"
                 )
             if key in keys[:index]:
                 first = keys.index(key)
-                raise ValueError(
+                raise CallbackValueError(
                     f"two stateful callbacks share the state_key {key!r} "
                     f"({type(stateful[first]).__qualname__} and "
                     f"{type(stateful[index]).__qualname__}): their states would overwrite each "
@@ -315,7 +326,7 @@ class CallbackHandler:
 
     def _call_error(self, hook: object) -> Exception:
         if isinstance(hook, str) and hook in self._table:
-            return RuntimeError(
+            return CallbackNotBoundError(
                 f"CallbackHandler.call({hook!r}) before bind(): call "
                 "handler.bind(state=..., module=..., trainer=...) before the first hook, so "
                 "that callbacks see the module, trainer and state"
@@ -324,7 +335,9 @@ class CallbackHandler:
 
         close = difflib.get_close_matches(str(hook), HOOKS, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        return ValueError(f"{hook!r} is not a callback hook.{hint} The hooks: {', '.join(HOOKS)}")
+        return CallbackValueError(
+            f"{hook!r} is not a callback hook.{hint} The hooks: {', '.join(HOOKS)}"
+        )
 
 
 def _listing(keys: Iterable[str]) -> str:
@@ -339,7 +352,7 @@ def _json_data(value: Any, where: str) -> Any:
         copy: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise TypeError(
+                raise CallbackTypeError(
                     f"callback state {where} has the key {key!r} of type "
                     f"{type(key).__name__}; JSON object keys are strings"
                 )
@@ -347,7 +360,7 @@ def _json_data(value: Any, where: str) -> Any:
         return copy
     if isinstance(value, (list, tuple)):
         return [_json_data(item, f"{where}[{index}]") for index, item in enumerate(value)]
-    raise TypeError(
+    raise CallbackTypeError(
         f"callback state {where} has type {type(value).__name__} ({value!r:.80}), which is not "
         "JSON data (dict, list, str, int, float, bool, None)"
     )

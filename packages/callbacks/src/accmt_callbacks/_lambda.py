@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._callback import HOOK_ARGUMENTS, HOOKS, Callback
+from ._errors import CallbackTypeError
 
 
 class LambdaCallback(Callback):
@@ -29,7 +30,7 @@ class LambdaCallback(Callback):
     def __init__(self, **hooks: Callable[..., object]) -> None:
         unknown = sorted(set(hooks) - set(HOOKS))
         if unknown:
-            raise TypeError(
+            raise CallbackTypeError(
                 f"LambdaCallback got {', '.join(map(repr, unknown))}, which "
                 f"{'is not a hook' if len(unknown) == 1 else 'are not hooks'}; the hooks are: "
                 f"{', '.join(HOOKS)}"
@@ -46,7 +47,7 @@ class LambdaCallback(Callback):
 
 def _check_signature(hook: str, function: Any) -> None:
     if not callable(function):
-        raise TypeError(
+        raise CallbackTypeError(
             f"LambdaCallback({hook}=...) takes a function, got {type(function).__name__}: "
             f"{function!r}"
         )
@@ -61,7 +62,7 @@ def _check_signature(hook: str, function: Any) -> None:
     try:
         signature.bind(*arguments)
     except TypeError as error:
-        raise TypeError(
+        raise CallbackTypeError(
             f"LambdaCallback({hook}=...) is called as f({', '.join(arguments)}), which "
             f"{getattr(function, '__qualname__', repr(function))}{signature} cannot take: {error}"
         ) from None

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from accmt_decorators import on_main_process
 
 from ._callback import Callback
+from ._errors import CallbackValueError
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -52,7 +53,7 @@ class PrintLogger(Callback):
             or not isinstance(every_n_steps, int)
             or every_n_steps < 1
         ):
-            raise ValueError(
+            raise CallbackValueError(
                 f"PrintLogger: every_n_steps must be None or an int of 1 or more, got "
                 f"{every_n_steps!r}"
             )

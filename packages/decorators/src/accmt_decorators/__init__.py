@@ -4,7 +4,16 @@ Standard library only: torch and Accelerate are consulted only when the process 
 already imported them.
 """
 
-from ._collective import NoProcessGroupError, wait_for_everyone
+from ._collective import wait_for_everyone
+from ._errors import (
+    BroadcastError,
+    DecoratorError,
+    DecoratorUsageError,
+    FrozenProcessInfoError,
+    LauncherEnvironmentError,
+    NoProcessGroupError,
+    ProcessIndexError,
+)
 from ._ordering import ProcessFirst, local_main_process_first, main_process_first
 from ._process import ProcessInfo, current_process
 from ._selectors import (
@@ -16,8 +25,14 @@ from ._selectors import (
 )
 
 __all__ = [
+    "BroadcastError",
+    "DecoratorError",
+    "DecoratorUsageError",
+    "FrozenProcessInfoError",
+    "LauncherEnvironmentError",
     "NoProcessGroupError",
     "ProcessFirst",
+    "ProcessIndexError",
     "ProcessInfo",
     "current_process",
     "local_main_process_first",

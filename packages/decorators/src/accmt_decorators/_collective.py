@@ -9,11 +9,8 @@ from ._typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
+from ._errors import NoProcessGroupError
 from ._process import ProcessInfo, current_process
-
-
-class NoProcessGroupError(RuntimeError):
-    """Raised when a collective is asked for on several processes that share no process group."""
 
 
 def wait_for_everyone() -> None:

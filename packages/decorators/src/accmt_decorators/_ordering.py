@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 
 from ._collective import wait_for_everyone
+from ._errors import DecoratorUsageError
 from ._process import ProcessInfo, current_process
 from ._selectors import _is_coroutine_function
 from ._typing import TYPE_CHECKING, overload
@@ -48,7 +49,7 @@ class ProcessFirst:
 
     def __call__(self, func: Callable[P, R]) -> Callable[P, R]:
         if not callable(func):
-            raise TypeError(f"@{self._name} decorates a callable, got {func!r}")
+            raise DecoratorUsageError(f"@{self._name} decorates a callable, got {func!r}")
         if _is_coroutine_function(func):
             coroutine_function: Callable[..., Any] = func
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ._errors import FrozenProcessInfoError, LauncherEnvironmentError
 from ._typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class ProcessInfo:
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"ProcessInfo is immutable; cannot set {name}")
+        raise FrozenProcessInfoError(f"ProcessInfo is immutable; cannot set {name}")
 
     def _asdict(self) -> dict[str, Any]:
         """The fields by name, in order."""
@@ -187,7 +188,7 @@ def _int_env(name: str) -> int | None:
     try:
         return int(digits)
     except ValueError:
-        raise ValueError(
+        raise LauncherEnvironmentError(
             f"environment variable {name}={raw!r} is not a whole number; "
             "it is read to find this process's place in a distributed job"
         ) from None

@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 
 from ._collective import gather_objects
+from ._errors import BroadcastError, DecoratorUsageError, ProcessIndexError
 from ._process import ProcessInfo, current_process
 from ._typing import TYPE_CHECKING, overload
 
@@ -52,7 +53,7 @@ def _local_main(process: ProcessInfo) -> int:
 def _global_index(index: int) -> Chooser:
     def choose(process: ProcessInfo) -> int:
         if index >= process.num_processes:
-            raise ValueError(
+            raise ProcessIndexError(
                 f"on_process({index}) was called in a job of {process.num_processes} "
                 f"process(es), whose indices are 0 to {process.num_processes - 1}"
             )
@@ -64,7 +65,7 @@ def _global_index(index: int) -> Chooser:
 def _local_index(index: int) -> Chooser:
     def choose(process: ProcessInfo) -> int:
         if index >= process.num_local_processes:
-            raise ValueError(
+            raise ProcessIndexError(
                 f"on_local_process({index}) was called on a machine running "
                 f"{process.num_local_processes} process(es), whose local indices are 0 to "
                 f"{process.num_local_processes - 1}"
@@ -79,7 +80,9 @@ def _wrap(func: Any, choose: Chooser, broadcast: bool, decorator: str) -> Any:
     if isinstance(func, (staticmethod, classmethod)):
         return type(func)(_wrap(func.__func__, choose, broadcast, decorator))
     if not callable(func):
-        raise TypeError(f"@{decorator} decorates a callable, got {type(func).__name__}: {func!r}")
+        raise DecoratorUsageError(
+            f"@{decorator} decorates a callable, got {type(func).__name__}: {func!r}"
+        )
     if _is_coroutine_function(func):
 
         @functools.wraps(func)
@@ -133,20 +136,22 @@ def _send_failure(error: BaseException, process: ProcessInfo) -> None:
 def _receive(chosen: int, process: ProcessInfo) -> Any:
     received = gather_objects(None, process)[chosen]
     if isinstance(received, _Failed):
-        raise RuntimeError(f"process {chosen}, whose result was broadcast, raised {received}")
+        raise BroadcastError(f"process {chosen}, whose result was broadcast, raised {received}")
     return received
 
 
 def _validate_index(index: object, decorator: str, name: str) -> int:
     if callable(index) or index is None:
-        raise TypeError(
+        raise DecoratorUsageError(
             f"@{decorator} needs the {name} to run on, as in @{decorator}(0) or "
             f"@{decorator}({name}=0)"
         )
     if isinstance(index, bool) or not isinstance(index, int):
-        raise TypeError(f"@{decorator}: {name} must be an int, got {type(index).__name__}")
+        raise DecoratorUsageError(
+            f"@{decorator}: {name} must be an int, got {type(index).__name__}"
+        )
     if index < 0:
-        raise ValueError(f"@{decorator}: {name} must be 0 or more, got {index}")
+        raise ProcessIndexError(f"@{decorator}: {name} must be 0 or more, got {index}")
     return index
 
 

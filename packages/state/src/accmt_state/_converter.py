@@ -16,6 +16,8 @@ from typing import Any
 import attrs
 import cattrs
 
+from ._errors import StateTypeError
+
 NONFINITE_KEY = "$numberDouble"
 _NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 _JSON_KINDS = {
@@ -62,7 +64,7 @@ def _expect(value: Any, kind: type | tuple[type, ...], expected: str) -> None:
     # To Python a bool is an int; in a state file it is never a number, nor a number a bool.
     wrong_bool = isinstance(value, bool) != (kind is bool)
     if wrong_bool or not isinstance(value, kind):
-        raise TypeError(f"expected {expected}, got {describe(value)}")
+        raise StateTypeError(f"expected {expected}, got {describe(value)}")
 
 
 def _structure_int(value: Any, _: type) -> int:

@@ -1,4 +1,7 @@
-"""The one error type of the package, and the cattrs-shaped errors that feed it."""
+"""Every error accmt-state raises, and the cattrs-shaped errors that feed them.
+
+StateError, a ValueError, is the base; each subclass is also the built-in that fits, so that
+``except StateError`` and ``except TypeError`` (say) both work."""
 
 from __future__ import annotations
 
@@ -12,7 +15,9 @@ from cattrs.v import format_exception
 
 
 class StateError(ValueError):
-    """A file or mapping that is not a valid training state, or a JSON file that cannot be read.
+    """The base class of every error accmt-state raises; raised itself for a file or mapping that
+    is not a valid training state, a JSON file that cannot be read, or a field given a value out
+    of its range (``state.global_step = -1``).
 
     ``file`` is the path that was read (None for data handed over in memory). ``problems`` has one
     line per bad field, each ending in its JSON path, such as ``must be >= 0, got -3 @
@@ -41,6 +46,18 @@ class StateError(ValueError):
     ) -> StateError:
         """Describe ``exc`` (usually a cattrs validation error) field by field, with JSON paths."""
         return cls(summary, transform_error(exc, format_exception=_describe), file)
+
+
+class StateTypeError(StateError, TypeError):
+    """A value of the wrong type: for a field of a TrainingState (``state.finished = 1``), for
+    the converter (a string where a number belongs), or for an argument (an unknown field given to
+    ``TrainingState.update``, a non-int ``register_migration`` version). Also a StateError, and
+    so a ValueError too."""
+
+
+class StateMigrationError(StateError):
+    """``register_migration`` was misused: a version with no next one, or one already
+    registered. A StateError, so a ValueError."""
 
 
 def fields_error(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._converter import describe
-from ._errors import fields_error
+from ._errors import StateError, StateMigrationError, StateTypeError, fields_error
 
 SCHEMA_VERSION = 3
 """The schema version this accmt-state writes; files of older versions are migrated on load."""
@@ -29,9 +29,9 @@ def register_migration(from_version: int) -> Callable[[Migration], Migration]:
     next version writes it; ``schema_version`` is set for it. Each version has one step.
     """
     if isinstance(from_version, bool) or not isinstance(from_version, int):
-        raise TypeError(f"from_version must be an int, got {from_version!r}")
+        raise StateTypeError(f"from_version must be an int, got {from_version!r}")
     if not 1 <= from_version < SCHEMA_VERSION:
-        raise ValueError(
+        raise StateMigrationError(
             f"from_version must be between 1 and {SCHEMA_VERSION - 1}: schema {SCHEMA_VERSION} "
             f"is current, so a migration from {from_version} would never run"
         )
@@ -39,7 +39,7 @@ def register_migration(from_version: int) -> Callable[[Migration], Migration]:
     def register(function: Migration) -> Migration:
         if from_version in _MIGRATIONS:
             taken = _MIGRATIONS[from_version].__qualname__
-            raise ValueError(
+            raise StateMigrationError(
                 f"a migration from schema {from_version} is already registered: {taken}"
             )
         _MIGRATIONS[from_version] = function
@@ -51,10 +51,10 @@ def register_migration(from_version: int) -> Callable[[Migration], Migration]:
 def version_of(data: Any) -> int:
     """The schema version a top-level state object declares (1 when it has no such key)."""
     if not isinstance(data, dict):
-        raise TypeError(f"expected an object, got {describe(data)}")
+        raise StateTypeError(f"expected an object, got {describe(data)}")
     version = data.get("schema_version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        problem = ValueError(
+        problem = StateError(
             f"expected a schema version (an integer >= 1), got {describe(version)}"
         )
         raise fields_error(dict, [("schema_version", problem)])
@@ -71,7 +71,7 @@ def migrate(data: Any, *, accept_newer: bool = False) -> dict[str, Any]:
     if version > SCHEMA_VERSION:
         if accept_newer:
             return {**data, "schema_version": SCHEMA_VERSION}
-        problem = ValueError(
+        problem = StateError(
             f"schema {version} is newer than this accmt-state reads ({SCHEMA_VERSION}); "
             "upgrade accmt-state, or load with lenient=True to keep the fields it knows"
         )

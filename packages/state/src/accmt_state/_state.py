@@ -10,6 +10,7 @@ import attrs
 from attrs import define, field, setters
 
 from . import _codec
+from ._errors import StateTypeError
 from ._migrations import SCHEMA_VERSION
 from ._validators import (
     as_float,
@@ -40,9 +41,10 @@ def _loss() -> float:
 class TrainingState:
     """Everything a training run has counted, in a form that survives a restart.
 
-    Assignments are validated (``state.global_step = -1`` raises ValueError, ``= True`` raises
-    TypeError), and so are loaded files. A loop mutates the fields directly or with
-    :meth:`update`; :meth:`save` and :meth:`load` write and read the JSON file.
+    Assignments are validated (``state.global_step = -1`` raises StateError, a ValueError;
+    ``= True`` raises StateTypeError, a TypeError), and so are loaded files. A loop mutates the
+    fields directly or with :meth:`update`; :meth:`save` and :meth:`load` write and read the JSON
+    file.
 
     Attributes:
         batch_iteration: Batch iteration index, incremented every time a train step is done.
@@ -104,12 +106,12 @@ class TrainingState:
     )
 
     def update(self, **changes: Any) -> None:
-        """Set several fields at once by keyword. Unknown names raise TypeError; every value
+        """Set several fields at once by keyword. Unknown names raise StateTypeError; every value
         is validated before any is set, so a bad one leaves the state unchanged."""
         unknown = sorted(set(changes) - _UPDATABLE)
         if unknown:
             names = ", ".join(unknown)
-            raise TypeError(f"TrainingState.update() got unknown or read-only fields: {names}")
+            raise StateTypeError(f"TrainingState.update() got unknown or read-only fields: {names}")
         checked = attrs.evolve(self, **changes)
         for name in changes:
             setattr(self, name, getattr(checked, name))

@@ -1,7 +1,8 @@
 """The rules a TrainingState's fields obey, checked at assignment and at load.
 
-A check is ``check(name, value)``: it raises a one-line TypeError or ValueError naming the
-field (and the key, inside a dict). :func:`rule` makes a check an attrs validator.
+A check is ``check(name, value)``: it raises a one-line StateTypeError (a TypeError) or
+StateError (a ValueError) naming the field (and the key, inside a dict). :func:`rule` makes a
+check an attrs validator.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from ._errors import StateError, StateTypeError
 from ._migrations import SCHEMA_VERSION
 
 Check = Callable[[str, Any], None]
@@ -26,8 +28,8 @@ def rule(check: Check) -> Validator:
     return validate
 
 
-def _type_error(name: str, expected: str, value: object) -> TypeError:
-    return TypeError(f"{name} must be {expected}, got {type(value).__name__} {value!r}")
+def _type_error(name: str, expected: str, value: object) -> StateTypeError:
+    return StateTypeError(f"{name} must be {expected}, got {type(value).__name__} {value!r}")
 
 
 def whole_number(name: str, value: object) -> None:
@@ -40,7 +42,7 @@ def count(name: str, value: object) -> None:
     """A counter: a whole number, never below zero."""
     whole_number(name, value)
     if isinstance(value, int) and value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
+        raise StateError(f"{name} must be >= 0, got {value}")
 
 
 def boolean(name: str, value: object) -> None:
@@ -64,7 +66,7 @@ def real_number(name: str, value: object) -> None:
 def current_schema(name: str, value: object) -> None:
     """A state in memory is always of the current schema; older files are migrated on load."""
     if isinstance(value, bool) or value != SCHEMA_VERSION:
-        raise ValueError(f"{name} must be {SCHEMA_VERSION}, got {value!r}")
+        raise StateError(f"{name} must be {SCHEMA_VERSION}, got {value!r}")
 
 
 def optional(check: Check) -> Check:
@@ -85,7 +87,7 @@ def keyed_by_str(check: Check | None = None) -> Check:
             raise _type_error(name, "a dict", value)
         for key, item in value.items():
             if not isinstance(key, str):
-                raise TypeError(f"{name} keys must be str, got {key!r}")
+                raise StateTypeError(f"{name} keys must be str, got {key!r}")
             if check is not None:
                 check(f"{name}[{key!r}]", item)
 

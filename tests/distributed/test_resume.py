@@ -37,9 +37,10 @@ def final_weights(out: Path, nproc: int) -> list[dict[str, object]]:
     return [torch.load(out / f"final_rank{rank}.pt") for rank in range(nproc)]
 
 
+@pytest.mark.parametrize("background", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
-    tmp_path: Path, nproc: int
+    tmp_path: Path, nproc: int, background: bool
 ) -> None:
     seed = random.randrange(10**6)
     rng = random.Random(seed)
@@ -49,6 +50,7 @@ def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
     # and that last launch still has two checkpoints to write before the run ends.
     kills = sorted(rng.sample(range(2, total - 8), 2))
     story = f"seed {seed}: SIGKILL after steps {kills} and inside the 2nd checkpoint of a launch"
+    mode = ["--async"] if background else []
 
     reference = tmp_path / "uninterrupted"
     done = launch(reference, nproc)
@@ -57,10 +59,10 @@ def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
     resumed = tmp_path / "resumed"
     for kill in (["--kill-at-step", str(kills[0])], ["--kill-at-step", str(kills[1])],
                  ["--kill-in-checkpoint", "2"]):  # fmt: skip
-        died = launch(resumed, nproc, *kill)
+        died = launch(resumed, nproc, *kill, *mode)
         assert died.returncode != 0, f"{story}: {kill} did not kill the run"
         assert not list(resumed.glob("final_rank*.pt"))
-    done = launch(resumed, nproc)
+    done = launch(resumed, nproc, *mode)
     assert done.returncode == 0, f"{story}\n{done.stderr[-3000:]}"
 
     expected, got = final_weights(reference, nproc), final_weights(resumed, nproc)

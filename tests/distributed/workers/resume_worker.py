@@ -1,6 +1,6 @@
 """A run that can be killed and resumed; used by tests/distributed/test_resume.py.
 
-    resume_worker.py OUT [--kill-at-step N] [--kill-in-checkpoint K]
+    resume_worker.py OUT [--kill-at-step N] [--kill-in-checkpoint K] [--async]
 
 Trains with shuffling, dropout, gradient accumulation and a warm-up scheduler, checkpointing
 every 3 optimizer steps into OUT/run. ``--kill-at-step N`` SIGKILLs this process right after
@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from torch.utils.data import TensorDataset
 
-from accmt_callbacks import Callback, CallbackHandler
+from accmt_callbacks import Callback
+from accmt_state import TrainingState
 from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
 
 
@@ -55,18 +56,20 @@ class KillAtStep(Callback):
 
 
 def kill_inside_checkpoint(which: int) -> None:
-    """SIGKILL the main process half-way through the ``which``-th checkpoint it writes: the
-    callbacks' file is written after Accelerate's files and before the manifest."""
-    write = CallbackHandler.save_state
+    """SIGKILL the process half-way through the ``which``-th checkpoint it writes: the state
+    file is written after Accelerate's files and before the manifest (in the background
+    writer's thread when checkpoints are asynchronous)."""
+    save = TrainingState.save
     written = []
 
-    def half_write(handler: CallbackHandler, path: str | os.PathLike[str]) -> None:
-        write(handler, path)
-        written.append(path)
-        if len(written) == which:
-            os.kill(os.getpid(), signal.SIGKILL)
+    def half_write(state: TrainingState, path: str | os.PathLike[str]) -> None:
+        save(state, path)
+        if ".tmp-checkpoint" in str(path):
+            written.append(path)
+            if len(written) == which:
+                os.kill(os.getpid(), signal.SIGKILL)
 
-    CallbackHandler.save_state = half_write  # type: ignore[method-assign]
+    TrainingState.save = half_write  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -74,6 +77,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("--kill-at-step", type=int)
     parser.add_argument("--kill-in-checkpoint", type=int)
+    parser.add_argument("--async", dest="background", action="store_true")
     args = parser.parse_args()
     hps = HyperParameters.from_dict(
         {
@@ -89,7 +93,7 @@ def main() -> None:
     trainer = Trainer(
         hps, args.out / "run", grad_accumulation_steps=2, checkpoint_every="3 steps",
         evaluate_every_n_steps=5, seed=7, log_with=None, progress_bar=False, cpu=True,
-        callbacks=callbacks,
+        callbacks=callbacks, checkpoint_async=args.background,
     )  # fmt: skip
     if args.kill_in_checkpoint:
         kill_inside_checkpoint(args.kill_in_checkpoint)

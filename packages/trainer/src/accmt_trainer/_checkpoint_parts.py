@@ -123,7 +123,7 @@ class AccelerateSnapshot:
     ) -> AccelerateSnapshot:
         scaler = accelerator.scaler
         return cls(
-            weights=[cpu_copy(accelerator.get_state_dict(m, unwrap=False)) for m in models],
+            weights=[cpu_copy(accelerator.get_state_dict(m)) for m in models],
             optimizer=_Frozen(cpu_copy(optimizer.state_dict())),
             scheduler=None if scheduler is None else _Frozen(cpu_copy(scheduler.state_dict())),
             scaler=None if scaler is None else _Frozen(cpu_copy(scaler.state_dict())),

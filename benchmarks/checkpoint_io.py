@@ -1,121 +1,168 @@
-"""How long a Trainer checkpoint takes to save and to load, next to a bare torch.save and
-torch.load of the same model and optimizer state dicts, for an MLP of about 100 MB.
+"""How long a Trainer checkpoint takes to save and to load, next to a bare torch.save /
+torch.load and Accelerate's save_state / load_state of the same state, for about 100 MB and
+about 1 GB of model plus AdamW state; and what a background checkpoint costs the training
+thread.
 
 ./hatchw run python benchmarks/checkpoint_io.py
 
-With AdamW's two moments the state is about three times the model. The checkpoint's save is
-all of it: Accelerate's save_state (model, optimizer, scheduler, RNGs), the TrainingState,
-callback states and loss windows, a sha256 of every file for the manifest, the rename and the
-pointer. Its load is what a resume does before training on: choose the newest checkpoint and
-verify its manifest (reading and hashing every file), check it fits the run, read the
-TrainingState, callback states and loss windows, and Accelerate's load_state. The bare
-baseline writes and reads ``{"model": ..., "optimizer": ...}`` and loads both state dicts.
-Neither side fsyncs the large files; both leave them in the page cache.
+The checkpoint's save is all of it: Accelerate's save_state (model, optimizer, RNGs), the
+TrainingState, callback states, loss windows, the xxh3 digest of every file for the manifest,
+the rename and the pointer. Its load is what a resume does before training: choose the newest
+checkpoint and verify it (digests and kinds of every file), read the state and the parts, and
+Accelerate's load_state. The bare baseline writes and reads ``{"model", "optimizer"}``
+(``weights_only=True``) and loads both state dicts. None of them fsyncs the large files.
+A background save (``checkpoint_async=True``) stalls the caller only for a copy of the state
+into CPU memory; the extra memory is that copy, measured as the process's RSS growth.
 """
 
 from __future__ import annotations
 
+import statistics
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from _timing import interleaved_medians, median_seconds
-from torch.utils.data import TensorDataset
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState
 
-from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
-from accmt_trainer._checkpoints import _inventory
+from accmt_callbacks import CallbackHandler
+from accmt_state import TrainingState
+from accmt_trainer._checkpoints import Checkpoints
 
-REPEATS = 5
-WIDTH = 2560
-LAYERS = 4  # 4 x (2560 x 2560 + 2560) float32 parameters: 105 MB
+SIZES = {"~100 MB": (1536, 4, 5), "~1 GB": (2560, 13, 3)}  # width, layers, repeats
 
 
-class Mlp(AcceleratorModule):
-    def __init__(self) -> None:
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Setup:
+    def __init__(self, width: int, layers: int, folder: Path) -> None:
         torch.manual_seed(0)
-        self.model = torch.nn.Sequential(*(torch.nn.Linear(WIDTH, WIDTH) for _ in range(LAYERS)))
+        self.accelerator = Accelerator(cpu=True)
+        model = torch.nn.Sequential(*(torch.nn.Linear(width, width) for _ in range(layers)))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        self.model(torch.randn(2, width)).square().mean().backward()
+        self.optimizer.step()
+        self.state = TrainingState()
+        self.callbacks = CallbackHandler()
+        self.callbacks.bind(state=self.state)
+        self.folder = folder
+        self.run = {"world_size": 1, "train_batch_size": 8, "grad_accumulation_steps": 1,
+                    "batches_per_epoch": 1, "format": 2, "versions": {}}  # fmt: skip
+        self.index = 0
+        self.state_mb = sum(
+            t.numel() * t.element_size()
+            for t in [*self.model.state_dict().values(),
+                      *(v for s in self.optimizer.state_dict()["state"].values()
+                        for v in s.values() if isinstance(v, torch.Tensor))]
+        ) / 1e6  # fmt: skip
 
-    def training_step(self, batch: Any) -> torch.Tensor:
-        (features,) = batch
-        loss: torch.Tensor = self.model(features).square().mean()
-        return loss
+    def checkpoints(self, background: bool) -> Checkpoints:
+        return Checkpoints(self.folder / "checkpoints", self.accelerator, max_checkpoints=2,
+                           background=background)  # fmt: skip
+
+    def save(self, background: bool) -> tuple[float, float, float]:
+        """(seconds until the caller may train on, seconds until the checkpoint is in place,
+        MB of RSS the process grew by while the write was in flight)"""
+        checkpoints = self.checkpoints(background)
+        self.index += 1
+        before = rss_mb()
+        start = time.perf_counter()
+        checkpoints.save(self.index, self.run, self.state, self.callbacks, {"window": {}},
+                         snapshot_of=([self.model], self.optimizer, None))  # fmt: skip
+        stalled = time.perf_counter() - start
+        grown = rss_mb() - before
+        checkpoints.wait()
+        return stalled, time.perf_counter() - start, grown
+
+    def load(self) -> None:
+        checkpoints = self.checkpoints(False)
+        folder = checkpoints.find(None, self.run)
+        assert folder is not None
+        checkpoints.load(folder, self.run)
+        checkpoints.load_rest(folder, self.callbacks)
+        checkpoints.load_accelerate(folder)
+
+    def torch_save(self) -> None:
+        model = self.accelerator.unwrap_model(self.model)
+        state = {"model": model.state_dict(), "optimizer": self.optimizer.state_dict()}
+        torch.save(state, self.folder / "bare.pt")
+
+    def torch_load(self) -> None:
+        state = torch.load(self.folder / "bare.pt", weights_only=True)
+        self.accelerator.unwrap_model(self.model).load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+
+    def accelerate_save(self) -> None:
+        self.accelerator.save_state(str(self.folder / "accelerate"))
+
+    def accelerate_load(self) -> None:
+        self.accelerator.load_state(str(self.folder / "accelerate"))
 
 
-def trained(folder: Path) -> Trainer:
-    """A Trainer after one AdamW step (so the optimizer holds its moments) and its checkpoint."""
-    hps = HyperParameters.from_dict(
-        {"epochs": 1, "batch_size": 8, "optimizer": "AdamW", "optimizer_kwargs": {"lr": 1e-4}}
+def medians(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def measure(label: str, width: int, layers: int, repeats: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        setup = Setup(width, layers, Path(tmp))
+        setup.torch_save()
+        setup.accelerate_save()
+        setup.save(background=False)
+        saves = medians({
+            "accmt checkpoint": lambda: setup.save(background=False),
+            "torch.save": setup.torch_save,
+            "Accelerate save_state": setup.accelerate_save,
+        }, repeats)  # fmt: skip
+        loads = medians({
+            "accmt resume load": setup.load,
+            "torch.load": setup.torch_load,
+            "Accelerate load_state": setup.accelerate_load,
+        }, repeats)  # fmt: skip
+        stalls, totals, growth = [], [], []
+        for _ in range(repeats):
+            stalled, total, grown = setup.save(background=True)
+            stalls.append(stalled)
+            totals.append(total)
+            growth.append(grown)
+        AcceleratorState._reset_state(reset_partial_state=True)
+    bare_save, bare_load = saves["torch.save"], loads["torch.load"]
+    print(f"{label}: model + AdamW state {setup.state_mb:.0f} MB; median of {repeats} "
+          "interleaved runs")  # fmt: skip
+    for kind, results, bare in (("save", saves, bare_save), ("load", loads, bare_load)):
+        for name, seconds in results.items():
+            print(f"  {kind} {name:<22} {seconds * 1e3:8.0f} ms   {seconds / bare:5.2f}x torch")
+    stall, total = statistics.median(stalls), statistics.median(totals)
+    print(
+        f"  async save: training stalls {stall * 1e3:.0f} ms = {stall / bare_save:.2f}x "
+        f"torch.save; the write ends after {total * 1e3:.0f} ms"
     )
-    trainer = Trainer(
-        hps, folder, log_with=None, progress_bar=False, cpu=True, max_checkpoints=2,
-        disable_model_saving=True,
-    )  # fmt: skip
-    trainer.fit(Mlp(), TensorDataset(torch.randn(8, WIDTH)))
-    return trainer
-
-
-def checkpoint_save(trainer: Trainer) -> None:
-    trainer._last_checkpoint = None  # the same moment again: write it anyway
-    trainer._checkpoint()
-
-
-def checkpoint_load(trainer: Trainer) -> None:
-    found = trainer._find_checkpoint()
-    assert found is not None
-    trainer._load_checkpoint_state(found[0])
-    trainer.accelerator.load_state(str(found[0] / "accelerate"))
-
-
-def bare_save(trainer: Trainer, path: Path) -> None:
-    model = trainer.accelerator.unwrap_model(trainer.model)
-    state = {"model": model.state_dict(), "optimizer": trainer.optimizer.state_dict()}
-    torch.save(state, path)
-
-
-def bare_load(trainer: Trainer, path: Path) -> None:
-    state = torch.load(path)
-    trainer.accelerator.unwrap_model(trainer.model).load_state_dict(state["model"])
-    trainer.optimizer.load_state_dict(state["optimizer"])
-
-
-def size_mb(path: Path) -> float:
-    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-    return sum(p.stat().st_size for p in files) / 1e6
+    extra = max(growth)
+    print(
+        f"  async save: extra CPU memory {extra:.0f} MB = "
+        f"{extra / setup.state_mb:.2f}x the state (RSS growth while the write runs)"
+    )
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        trainer = trained(Path(tmp) / "run")
-        bare = Path(tmp) / "bare.pt"
-        bare_save(trainer, bare)
-        saves = interleaved_medians(
-            {
-                "Trainer checkpoint": lambda: checkpoint_save(trainer),
-                "torch.save": lambda: bare_save(trainer, bare),
-            },
-            REPEATS,
-        )
-        loads = interleaved_medians(
-            {
-                "Trainer resume load": lambda: checkpoint_load(trainer),
-                "torch.load": lambda: bare_load(trainer, bare),
-            },
-            REPEATS,
-        )
-        newest = trainer._checkpoints.complete()[-1]
-        sizes = (size_mb(newest), size_mb(bare))
-        hashing = median_seconds(lambda: _inventory(newest), REPEATS)
-    model_mb = sum(p.numel() * p.element_size() for p in trainer.model.parameters()) / 1e6
-    print(f"MLP of {model_mb:.0f} MB with AdamW; checkpoint {sizes[0]:.0f} MB on disk, "
-          f"torch.save file {sizes[1]:.0f} MB")  # fmt: skip
-    print(f"median of {REPEATS} interleaved runs each")
-    for kind, medians in (("save", saves), ("load", loads)):
-        (ours, ours_s), (bare_name, bare_s) = medians.items()
-        print(f"  {kind}: {ours:<20} {ours_s * 1000:8.0f} ms   {bare_name:<11} "
-              f"{bare_s * 1000:8.0f} ms   ratio {ours_s / bare_s:5.2f}x")  # fmt: skip
-    print(f"  of which the sha256 of every file (once in a save, once in a load): "
-          f"{hashing * 1000:.0f} ms")  # fmt: skip
+    torch.set_num_threads(2)
+    for label, (width, layers, repeats) in SIZES.items():
+        measure(label, width, layers, repeats)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ class Setup:
         self.run = {"world_size": 1, "train_batch_size": 8, "grad_accumulation_steps": 1,
                     "batches_per_epoch": 1, "format": 2, "versions": {}}  # fmt: skip
         self.index = 0
+        self._checkpoints: dict[bool, Checkpoints] = {}
         self.state_mb = sum(
             t.numel() * t.element_size()
             for t in [*self.model.state_dict().values(),
@@ -66,8 +67,13 @@ class Setup:
         ) / 1e6  # fmt: skip
 
     def checkpoints(self, background: bool) -> Checkpoints:
-        return Checkpoints(self.folder / "checkpoints", self.accelerator, max_checkpoints=2,
-                           background=background)  # fmt: skip
+        # One per mode, as in a run: a background one reuses its copy's buffers.
+        if background not in self._checkpoints:
+            self._checkpoints[background] = Checkpoints(
+                self.folder / "checkpoints", self.accelerator, max_checkpoints=2,
+                background=background,
+            )  # fmt: skip
+        return self._checkpoints[background]
 
     def save(self, background: bool) -> tuple[float, float, float]:
         """(seconds until the caller may train on, seconds until the checkpoint is in place,

@@ -62,8 +62,8 @@ def kill_inside_checkpoint(which: int) -> None:
     save = TrainingState.save
     written = []
 
-    def half_write(state: TrainingState, path: str | os.PathLike[str]) -> None:
-        save(state, path)
+    def half_write(state: TrainingState, path: str | os.PathLike[str], **options: Any) -> None:
+        save(state, path, **options)
         if ".tmp-checkpoint" in str(path):
             written.append(path)
             if len(written) == which:

@@ -85,9 +85,9 @@ def state_from_dict(
     return state
 
 
-def save_state(state: Any, path: str | os.PathLike[str]) -> None:
+def save_state(state: Any, path: str | os.PathLike[str], *, durable: bool = True) -> None:
     """Write the state to ``path`` atomically."""
-    write_json(path, state)
+    write_json(path, state, durable=durable)
 
 
 def load_state(cls: type[T], path: str | os.PathLike[str], *, lenient: bool) -> T:

@@ -16,16 +16,19 @@ from ._errors import StateError
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
 
-def write_json(path: str | os.PathLike[str], data: Any) -> None:
+def write_json(path: str | os.PathLike[str], data: Any, *, durable: bool = True) -> None:
     """Write ``data``, unstructured by the package's converter, as strict JSON to ``path``.
 
-    Atomic and durable: the bytes go to a temporary file in the same folder, which is flushed
-    and fsynced, then renamed over ``path``, and the folder is fsynced. A process killed at any
-    moment leaves either the old file or the new one, never a mix. (A kill can leave the hidden
-    ``.<name>.<pid>.<token>.tmp`` file behind; it is never read.)
+    Atomic: the bytes go to a temporary file in the same folder, renamed over ``path``. A
+    process killed at any moment leaves either the old file or the new one, never a mix. (A
+    kill can leave the hidden ``.<name>.<pid>.<token>.tmp`` file behind; it is never read.)
+    Durable unless ``durable=False``: the file and the folder are fsynced, so the new file
+    survives a power cut too. A caller that verifies what it reads back (a checkpoint with
+    digests) may skip it: on many filesystems an fsync also waits for every other file
+    written just before.
     """
     text = json.dumps(converter.unstructure(data), allow_nan=False, indent=2) + "\n"
-    _replace_atomically(Path(path), text.encode("utf-8"))
+    _replace_atomically(Path(path), text.encode("utf-8"), durable)
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
@@ -47,7 +50,7 @@ def read_json(path: str | os.PathLike[str]) -> Any:
         raise StateError(f"not valid JSON ({exc})", file=path) from exc
 
 
-def _replace_atomically(path: Path, payload: bytes) -> None:
+def _replace_atomically(path: Path, payload: bytes, durable: bool = True) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     # 0o666 lets the umask decide the final file's permissions, as a plain open() would.
     descriptor = os.open(temporary, _WRITE_FLAGS, 0o666)
@@ -55,13 +58,15 @@ def _replace_atomically(path: Path, payload: bytes) -> None:
         with os.fdopen(descriptor, "wb") as file:
             file.write(payload)
             file.flush()
-            os.fsync(file.fileno())
+            if durable:
+                os.fsync(file.fileno())
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    _fsync_folder(path.parent)
+    if durable:
+        _fsync_folder(path.parent)
 
 
 def _fsync_folder(folder: Path) -> None:

@@ -129,9 +129,10 @@ class TrainingState:
         """
         return _codec.state_from_dict(cls, data, lenient=lenient)
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the state to ``path`` as strict JSON, atomically and durably."""
-        _codec.save_state(self, path)
+    def save(self, path: str | os.PathLike[str], *, durable: bool = True) -> None:
+        """Write the state to ``path`` as strict JSON, atomically and (unless
+        ``durable=False``, see :func:`accmt_state.write_json`) durably."""
+        _codec.save_state(self, path, durable=durable)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, lenient: bool = False) -> TrainingState:

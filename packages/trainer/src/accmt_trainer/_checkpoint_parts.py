@@ -67,8 +67,9 @@ class Parts:
     def write(self, folder: Path, accelerator: Accelerator) -> None:
         save_tree(folder / f"process_{accelerator.process_index}.safetensors", self.process)
         if accelerator.is_main_process:
-            self.state.save(folder / "state.json")
-            write_json(folder / "callbacks.json", self.callbacks)
+            # Not fsynced: the manifest's digests catch a file a power cut left short.
+            self.state.save(folder / "state.json", durable=False)
+            write_json(folder / "callbacks.json", self.callbacks, durable=False)
             for index, state in enumerate(self.objects):
                 save_tree(folder / f"object_{index}.safetensors", state)
 
@@ -120,11 +121,21 @@ class AccelerateSnapshot:
         models: Sequence[torch.nn.Module],
         optimizer: Any,
         scheduler: Any,
+        reuse: AccelerateSnapshot | None = None,
     ) -> AccelerateSnapshot:
+        """The copy; ``reuse``, a snapshot whose write has ended, lends its buffers, so that
+        later checkpoints copy into memory already mapped instead of faulting in new pages."""
         scaler = accelerator.scaler
+        old = reuse or cls([], _Frozen(None), None, None, {}, 0)
+        weights = [
+            cpu_copy(
+                accelerator.get_state_dict(m), old.weights[i] if i < len(old.weights) else None
+            )
+            for i, m in enumerate(models)
+        ]
         return cls(
-            weights=[cpu_copy(accelerator.get_state_dict(m)) for m in models],
-            optimizer=_Frozen(cpu_copy(optimizer.state_dict())),
+            weights=weights,
+            optimizer=_Frozen(cpu_copy(optimizer.state_dict(), old.optimizer.state_dict())),
             scheduler=None if scheduler is None else _Frozen(cpu_copy(scheduler.state_dict())),
             scaler=None if scaler is None else _Frozen(cpu_copy(scaler.state_dict())),
             rng=rng_states(),
@@ -156,12 +167,22 @@ def rng_states() -> dict[str, Any]:
     return states
 
 
-def cpu_copy(value: Any) -> Any:
-    """``value`` with every tensor copied to CPU memory, at any depth."""
+def cpu_copy(value: Any, into: Any = None) -> Any:
+    """``value`` with every tensor copied to CPU memory, at any depth; a tensor of ``into``
+    at the same place, of the same shape and type, is written over instead of allocated."""
     if isinstance(value, torch.Tensor):
+        if (
+            isinstance(into, torch.Tensor)
+            and into.shape == value.shape
+            and into.dtype == value.dtype
+        ):
+            return into.copy_(value.detach())
         return value.detach().to("cpu", copy=True)
     if isinstance(value, Mapping):
-        return {key: cpu_copy(item) for key, item in value.items()}
+        old = into if isinstance(into, Mapping) else {}
+        return {key: cpu_copy(item, old.get(key)) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(cpu_copy(item) for item in value)
+        olds = list(into) if isinstance(into, (list, tuple)) else []
+        items = [cpu_copy(item, olds[i] if i < len(olds) else None) for i, item in enumerate(value)]
+        return type(value)(items)
     return value

@@ -71,6 +71,7 @@ class Checkpoints:
         self.objects = list(objects)
         self.background = background
         self.writer = BackgroundWriter()
+        self._buffers: AccelerateSnapshot | None = None
 
     # ---------------------------------------------------------------------------- write
 
@@ -97,7 +98,8 @@ class Checkpoints:
         accelerator.wait_for_everyone()
         parts = Parts.of(state, callbacks, process_state, self.objects, copy=self.background)
         if self.background and snapshot_of is not None:
-            snapshot = AccelerateSnapshot.take(accelerator, *snapshot_of)
+            snapshot = AccelerateSnapshot.take(accelerator, *snapshot_of, reuse=self._buffers)
+            self._buffers = snapshot
             self.writer.start(lambda: self._write_later(temporary, final, run, parts, snapshot))
             return
         self._guarded(temporary, lambda: accelerator.save_state(str(temporary / "accelerate")))
@@ -149,11 +151,13 @@ class Checkpoints:
         """Main process: manifest, rename into place, pointer, retention."""
         index = _index(final)
         manifest = {**run, "index": index, "digest": DIGEST, "files": inventory(temporary)}
-        self._guarded(temporary, lambda: write_json(temporary / MANIFEST, manifest))
+        # Nothing is fsynced (as with torch.save): the digests catch a file a power cut left
+        # short, and the checkpoint before it is taken.
+        self._guarded(temporary, lambda: write_json(temporary / MANIFEST, manifest, durable=False))
         shutil.rmtree(final, ignore_errors=True)
         temporary.rename(final)
         try:
-            write_json(self.root / POINTER, {"latest": final.name})
+            write_json(self.root / POINTER, {"latest": final.name}, durable=False)
         except OSError as error:
             raise CheckpointError(
                 f"checkpoint {final.name} is complete, but {self.root / POINTER} could not be "

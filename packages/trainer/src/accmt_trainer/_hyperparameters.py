@@ -390,7 +390,7 @@ def _serialize(instance: Any, field: attrs.Attribute[Any] | None, value: Any) ->
     return _lists(value) if field is not None else value
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class HyperParameters:
     """What a run trains with, checked when it is made.
 
@@ -413,6 +413,10 @@ class HyperParameters:
     In the kwargs, numeric strings (``"1e-6"``, as YAML reads it) become numbers and lists become
     tuples. Arguments that the optimizer or the scheduler does not take are an error, as is any
     bad value: :class:`HyperParametersError` names the key.
+
+    accmt 1.x's spellings are accepted here as in :meth:`from_dict`: ``optim_kwargs`` for
+    ``optimizer_kwargs``, ``optim`` for ``optimizer``, and an optimizer or scheduler given as a
+    mapping with its name under ``"type"`` (``optimizer={"type": "AdamW", "lr": 1e-3}``).
     """
 
     epochs: int = attrs.field(default=1, validator=_at_least_one)
@@ -423,6 +427,47 @@ class HyperParameters:
     scheduler: str | type[LRScheduler] | None = attrs.field(default=None, converter=_to_scheduler)
     scheduler_kwargs: dict[str, Any] = attrs.field(factory=dict, converter=_to_scheduler_kwargs)
     step_scheduler_per_epoch: bool = attrs.field(default=False, validator=_is_bool)
+
+    def __init__(
+        self,
+        epochs: int = 1,
+        max_steps: int | None = None,
+        batch_size: int | tuple[int, int] | list[int] = 1,
+        optimizer: str | type[Optimizer] | Mapping[str, Any] = "SGD",
+        optimizer_kwargs: Mapping[str, Any] | None = None,
+        scheduler: str | type[LRScheduler] | Mapping[str, Any] | None = None,
+        scheduler_kwargs: Mapping[str, Any] | None = None,
+        step_scheduler_per_epoch: bool = False,
+        *,
+        optim: str | type[Optimizer] | Mapping[str, Any] | None = None,
+        optim_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        # The defaults repeat the fields' (a test keeps them equal). Every argument goes through
+        # the same reading of accmt 1.x's spellings as from_dict, so both accept the same.
+        given: dict[str, Any] = {
+            "epochs": epochs,
+            "max_steps": max_steps,
+            "batch_size": batch_size,
+            "optimizer": optimizer,
+            "optimizer_kwargs": optimizer_kwargs,
+            "scheduler": scheduler,
+            "scheduler_kwargs": scheduler_kwargs,
+            "step_scheduler_per_epoch": step_scheduler_per_epoch,
+            "optim": optim,
+            "optim_kwargs": optim_kwargs,
+        }
+        # None means "not given" for the kwargs and for optim; so does the default optimizer
+        # when optim names one.
+        if optim is not None and isinstance(optimizer, str) and optimizer == "SGD":
+            del given["optimizer"]
+        optional = ("optimizer_kwargs", "scheduler_kwargs", "optim", "optim_kwargs")
+        arguments, where = _arguments(
+            {k: v for k, v in given.items() if not (k in optional and v is None)}
+        )
+        try:
+            self.__attrs_init__(**arguments)
+        except HyperParametersError as error:
+            raise _where_given(error, where) from None
 
     def __attrs_post_init__(self) -> None:
         _check_arguments(
@@ -498,13 +543,7 @@ class HyperParameters:
         try:
             return cls(**arguments)
         except HyperParametersError as error:
-            head = re.match(r"[A-Za-z_]*", error.key)
-            name = head.group() if head else ""
-            if name not in where:
-                raise
-            raise HyperParametersError(
-                where[name] + error.key[len(name) :], error.problem
-            ) from None
+            raise _where_given(error, where) from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data keyed by the field names, which :meth:`from_dict` reads back to an equal
@@ -582,6 +621,15 @@ class HyperParameters:
             raise HyperParametersError(
                 "scheduler_kwargs", f"{_describe(self.scheduler)} rejected {kwargs!r}: {error}"
             ) from error
+
+
+def _where_given(error: HyperParametersError, where: Mapping[str, str]) -> HyperParametersError:
+    """``error`` with its key as the user wrote it (``where`` maps each field to that key)."""
+    head = re.match(r"[A-Za-z_]*", error.key)
+    name = head.group() if head else ""
+    if name not in where:
+        return error
+    return HyperParametersError(where[name] + error.key[len(name) :], error.problem)
 
 
 def _arguments(data: Any) -> tuple[dict[str, Any], dict[str, str]]:

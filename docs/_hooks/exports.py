@@ -11,27 +11,31 @@ import importlib
 from typing import Any
 
 _LEGACY = ["states", "callbacks", "decorators", "metrics", "hyperparameters", "monitor",
-           "modules", "trainer"]  # fmt: skip
+           "modules", "trainer", "utils"]  # fmt: skip
 
 
 def _link(module: str, name: str) -> str:
-    return f"[`{name}`][{module}.{name}]"
+    return f"[`{name}`][{module}.{name}]" if module else f"`{name}`"
 
 
 def _sources(names: list[str], owner: Any) -> dict[str, list[str]]:
-    """Names grouped by the accmt_* package that defines them (public path)."""
+    """Names grouped by the public path that documents them: the accmt_* package that defines
+    them, or the accmt module itself for what the meta-package defines (accmt 1.x's shapes)."""
     grouped: dict[str, list[str]] = {}
     for name in names:
         value = getattr(owner, name)
         home = getattr(value, "__module__", None) or ""
         package = home.split(".")[0]
-        if not package.startswith("accmt_"):
-            package = _package_exporting(name)
+        if package == "accmt":
+            package = owner.__name__
+        elif not package.startswith("accmt_"):
+            # Re-exported from another library: named, not linked (no page documents it).
+            package = _package_exporting(name) or ""
         grouped.setdefault(package, []).append(name)
     return grouped
 
 
-def _package_exporting(name: str) -> str:
+def _package_exporting(name: str) -> str | None:
     for package in ("accmt_trainer", "accmt_state", "accmt_callbacks", "accmt_metrics",
                     "accmt_decorators", "accmt_collators", "accmt_search"):  # fmt: skip
         try:
@@ -39,7 +43,7 @@ def _package_exporting(name: str) -> str:
                 return package
         except ImportError:
             continue
-    return "accmt"
+    return None
 
 
 def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import re
 import subprocess
 import sys
 
@@ -72,7 +73,42 @@ def test_import_builds_no_accelerator_and_no_process_group() -> None:
     code = (
         "import accmt, accelerate.state as s, torch.distributed as d\n"
         "print(bool(s.PartialState._shared_state), d.is_initialized(),\n"
-        "      hasattr(accmt, 'accelerator'))\n"
+        "      'accelerator' in vars(accmt))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False", "False"]
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "replacement"),
+    [
+        ("accmt", "accelerator", "trainer.accelerator"),
+        ("accmt", "allow_tf32", "torch.backends.cuda.matmul.allow_tf32"),
+        ("accmt", "precision", "Trainer(mixed_precision=...)"),
+        ("accmt", "IS_GPU", "torch.cuda.is_available()"),
+        ("accmt", "tqdm", "from tqdm.auto import tqdm"),
+        ("accmt", "Evaluator", "metrics="),
+        ("accmt.utils", "MASTER_PROCESS", "accmt.current_process()"),
+        ("accmt.utils", "gather", "gather_for_metrics"),
+        ("accmt.utils", "prepare_dataframe", "split_between_processes"),
+    ],
+)
+def test_deliberate_drops_fail_at_import_naming_the_replacement(
+    module: str, name: str, replacement: str
+) -> None:
+    with pytest.raises(ImportError) as caught:
+        exec(f"from {module} import {name}", {})
+    assert f"{module}.{name} was accmt 1.x's" in str(caught.value)
+    assert replacement in str(caught.value)
+    with pytest.raises(ImportError, match=re.escape(replacement)):
+        getattr(importlib.import_module(module), name)
+
+
+def test_other_missing_names_are_plain_attribute_errors() -> None:
+    import accmt
+
+    assert not hasattr(accmt, "no_such_name")
+    with pytest.raises(ImportError, match="cannot import name 'no_such_name'"):
+        exec("from accmt import no_such_name", {})
+    # Submodules still import through the fallback.
+    exec("from accmt import utils, metrics", {})

@@ -61,6 +61,30 @@ def test_early_accmt_1x_state_json_without_late_fields_loads() -> None:
     assert_schema_3_fields(state)
 
 
+def test_accmt_1_9_state_json_keeps_best_valid_loss_from_its_validation_set() -> None:
+    # accmt 1.9.5.1 kept no top-level best_valid_loss: it sat in additional_metrics["0"].
+    data = json.loads((FIXTURES / "accmt1_9_state.json").read_text(encoding="utf-8"))
+    assert "best_valid_loss" not in data
+    assert data["additional_metrics"]["0"]["best_valid_loss"] == 0.3122
+    state = TrainingState.load(FIXTURES / "accmt1_9_state.json")
+    assert state.best_valid_loss == 0.3122
+    assert state.best_train_loss == 0.2875
+    assert state.additional_metrics["0"]["accuracy"] == 0.9124
+    assert state.patience_left == {}
+
+
+def test_with_several_1x_validation_sets_best_valid_loss_is_their_mean() -> None:
+    data = json.loads((FIXTURES / "accmt1_9_state.json").read_text(encoding="utf-8"))
+    data["additional_metrics"] = {
+        "a": {"valid_loss": 0.5, "best_valid_loss": 0.25},
+        "b": {"valid_loss": 0.9, "best_valid_loss": 0.75},
+        "c": {"valid_loss": 0.1},  # a set no saving rule watched
+    }
+    assert TrainingState.from_dict(data).best_valid_loss == 0.5
+    data["additional_metrics"] = {"a": {"valid_loss": 0.5}}  # no rule kept a best
+    assert TrainingState.from_dict(data).best_valid_loss == math.inf
+
+
 def test_a_migrated_file_is_saved_as_the_current_schema(tmp_path: Path) -> None:
     path = tmp_path / "state.json"
     shutil.copy(FIXTURES / "accmt1_state.json", path)

@@ -18,7 +18,13 @@ from accmt_metrics import *  # noqa: F403
 from accmt_state import *  # noqa: F403
 from accmt_trainer import *  # noqa: F403
 
+from ._dropped import TOP_LEVEL as _TOP_LEVEL
+from ._dropped import dropped as _dropped
+
 __version__ = "2.0.0"
+
+# accmt 1.x's module-level accelerator, allow_tf32, ...: using one says what to use instead.
+__getattr__ = _dropped("accmt", _TOP_LEVEL)
 
 __all__ = ["__version__"]
 __all__ += _decorators.__all__

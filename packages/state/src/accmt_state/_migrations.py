@@ -81,8 +81,9 @@ def migrate(data: Any, *, accept_newer: bool = False) -> dict[str, Any]:
     return dict(data)
 
 
-# accmt 1.x added these late in its life; its earlier state files lack them, and it loaded such a
-# file by keeping its defaults, so the migration does too. The other fields remain required.
+# Some accmt 1.x releases wrote these at the top level and others (1.9.5.1 among them) did not;
+# a file without them keeps the defaults, except best_valid_loss, read from where those
+# releases kept it (see _best_valid_loss). The other fields remain required.
 _LATE_1X_DEFAULTS: dict[str, Any] = {
     "model_savings": {},
     "best_valid_loss": float("inf"),
@@ -98,9 +99,13 @@ def _from_accmt_1(data: dict[str, Any]) -> dict[str, Any]:
     - ``batches_seen_in_epoch``: 1.x resumed by skipping ``train_step`` batches, so it is that.
     - ``samples_seen_in_epoch``: 1.x did not record it (it needs the batch size); 0.
     - ``sampler_seed``: 1.x did not use a seedable sampler; None.
+    - ``best_valid_loss``: when the file has none at the top level, the mean over validation
+      sets of the ``best_valid_loss`` each set kept in ``additional_metrics`` (1.9.5.1 wrote
+      ``additional_metrics["0"]["best_valid_loss"]``); 1.x compared against that same mean.
     """
     migrated = {
         **_LATE_1X_DEFAULTS,
+        **_best_valid_loss(data),
         **data,
         "samples_seen_in_epoch": 0,
         "batches_seen_in_epoch": data.get("train_step", 0),
@@ -110,6 +115,18 @@ def _from_accmt_1(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(patience, dict):
         migrated["patience_left"] = {rule: left for rule, left in patience.items() if left != -1}
     return migrated
+
+
+def _best_valid_loss(data: dict[str, Any]) -> dict[str, float]:
+    """``{"best_valid_loss": ...}`` from the per-set values of a 1.x file, or ``{}``."""
+    sets = data.get("additional_metrics")
+    per_set = (
+        [metrics.get("best_valid_loss") for metrics in sets.values()]
+        if isinstance(sets, dict) and all(isinstance(metrics, dict) for metrics in sets.values())
+        else []
+    )
+    values = [v for v in per_set if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return {"best_valid_loss": sum(values) / len(values)} if values else {}
 
 
 @register_migration(2)

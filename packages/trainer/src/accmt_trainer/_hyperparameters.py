@@ -8,7 +8,6 @@ bad configuration fails where it is read, with the key that is wrong.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,9 @@ from ._arguments import (
     check_arguments,
     check_int,
     fill_from_the_run,
-    join,
     keyword_parameters,
-    unknown_error,
 )
+from ._config_layout import layout_arguments, where_given
 from ._errors import HyperParametersError
 from ._plain_values import as_lists, plain
 from ._registry import (
@@ -133,7 +131,7 @@ def _serialize(instance: Any, field: attrs.Attribute[Any] | None, value: Any) ->
     return as_lists(value) if field is not None else value
 
 
-@attrs.frozen
+@attrs.frozen(init=False)
 class HyperParameters:
     """What a run trains with, checked when it is made.
 
@@ -157,6 +155,10 @@ class HyperParameters:
     In the kwargs, numeric strings (``"1e-6"``, as YAML reads it) become numbers and lists become
     tuples. Arguments that the optimizer or the scheduler does not take are an error, as is any
     bad value: :class:`HyperParametersError` names the key.
+
+    accmt 1.x's spellings are accepted here as in :meth:`from_dict`: ``optim_kwargs`` for
+    ``optimizer_kwargs``, ``optim`` for ``optimizer``, and an optimizer or scheduler given as a
+    mapping with its name under ``"type"`` (``optimizer={"type": "AdamW", "lr": 1e-3}``).
     """
 
     epochs: int = attrs.field(default=1, validator=_at_least_one)
@@ -167,6 +169,47 @@ class HyperParameters:
     scheduler: str | type[LRScheduler] | None = attrs.field(default=None, converter=_to_scheduler)
     scheduler_kwargs: dict[str, Any] = attrs.field(factory=dict, converter=_to_scheduler_kwargs)
     step_scheduler_per_epoch: bool = attrs.field(default=False, validator=_is_bool)
+
+    def __init__(
+        self,
+        epochs: int = 1,
+        max_steps: int | None = None,
+        batch_size: int | tuple[int, int] | list[int] = 1,
+        optimizer: str | type[Optimizer] | Mapping[str, Any] = "SGD",
+        optimizer_kwargs: Mapping[str, Any] | None = None,
+        scheduler: str | type[LRScheduler] | Mapping[str, Any] | None = None,
+        scheduler_kwargs: Mapping[str, Any] | None = None,
+        step_scheduler_per_epoch: bool = False,
+        *,
+        optim: str | type[Optimizer] | Mapping[str, Any] | None = None,
+        optim_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        # The defaults repeat the fields' (a test keeps them equal). Every argument goes through
+        # the same reading of accmt 1.x's spellings as from_dict, so both accept the same.
+        given: dict[str, Any] = {
+            "epochs": epochs,
+            "max_steps": max_steps,
+            "batch_size": batch_size,
+            "optimizer": optimizer,
+            "optimizer_kwargs": optimizer_kwargs,
+            "scheduler": scheduler,
+            "scheduler_kwargs": scheduler_kwargs,
+            "step_scheduler_per_epoch": step_scheduler_per_epoch,
+            "optim": optim,
+            "optim_kwargs": optim_kwargs,
+        }
+        # None means "not given" for the kwargs and for optim; so does the default optimizer
+        # when optim names one.
+        if optim is not None and isinstance(optimizer, str) and optimizer == "SGD":
+            del given["optimizer"]
+        optional = ("optimizer_kwargs", "scheduler_kwargs", "optim", "optim_kwargs")
+        arguments, where = layout_arguments(
+            {k: v for k, v in given.items() if not (k in optional and v is None)}, _FIELDS
+        )
+        try:
+            self.__attrs_init__(**arguments)
+        except HyperParametersError as error:
+            raise where_given(error, where) from None
 
     def __attrs_post_init__(self) -> None:
         check_arguments(
@@ -238,17 +281,11 @@ class HyperParameters:
         ``optim`` is read as ``optimizer`` (older 1.x files) and ``optim_kwargs`` as
         ``optimizer_kwargs``. Unknown keys are an error that lists them.
         """
-        arguments, where = _arguments(data)
+        arguments, where = layout_arguments(data, _FIELDS)
         try:
             return cls(**arguments)
         except HyperParametersError as error:
-            head = re.match(r"[A-Za-z_]*", error.key)
-            name = head.group() if head else ""
-            if name not in where:
-                raise
-            raise HyperParametersError(
-                where[name] + error.key[len(name) :], error.problem
-            ) from None
+            raise where_given(error, where) from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data keyed by the field names, which :meth:`from_dict` reads back to an equal
@@ -328,56 +365,4 @@ class HyperParameters:
             ) from error
 
 
-def _arguments(data: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    """The constructor arguments in ``data`` (flat or 1.x layout), and where each came from."""
-    if not isinstance(data, Mapping):
-        raise HyperParametersError(
-            "hyperparameters", f"expected a mapping, got {type(data).__name__}"
-        )
-    prefix = ""
-    if "hps" in data:
-        others = [key for key in data if key != "hps"]
-        if others:
-            listed = ", ".join(map(repr, others))
-            raise HyperParametersError(
-                str(others[0]) if len(others) == 1 else "hyperparameters",
-                f"unknown top-level {listed} next to 'hps' (hyperparameters go under hps:)",
-            )
-        data = {} if data["hps"] is None else data["hps"]
-        prefix = "hps"
-        if not isinstance(data, Mapping):
-            raise HyperParametersError("hps", f"expected a mapping, got {type(data).__name__}")
-    fields = [field.name for field in attrs.fields(HyperParameters)]
-    arguments: dict[str, Any] = {}
-    where: dict[str, str] = {}
-
-    def put(field: str, value: Any, key: str) -> None:
-        if field in arguments:
-            raise HyperParametersError(
-                join(prefix, key), f"the {field} is given twice: here and as {where[field]!r}"
-            )
-        arguments[field] = value
-        where[field] = join(prefix, key)
-
-    unknown = []
-    for key, value in data.items():
-        if key in ("optimizer", "optim", "scheduler") and isinstance(value, Mapping):
-            field = "scheduler" if key == "scheduler" else "optimizer"
-            block = dict(value)
-            if "type" not in block:
-                raise HyperParametersError(
-                    join(prefix, f"{key}.type"), f"missing: the {field}'s name or class"
-                )
-            put(field, block.pop("type"), f"{key}.type")
-            put(f"{field}_kwargs", block, key)
-        elif key == "optim":
-            put("optimizer", value, key)
-        elif key == "optim_kwargs":
-            put("optimizer_kwargs", value, key)
-        elif key in fields:
-            put(key, value, key)
-        else:
-            unknown.append(key)
-    if unknown:
-        raise unknown_error(prefix, unknown, fields, "HyperParameters", "key")
-    return arguments, where
+_FIELDS = [field.name for field in attrs.fields(HyperParameters)]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import importlib
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+import torch
 
 if TYPE_CHECKING:
-    import torch
     from accelerate import Accelerator
     from torch.optim import Optimizer
     from torch.optim.lr_scheduler import LRScheduler
@@ -24,6 +28,10 @@ class AcceleratorModule:
     :meth:`get_scheduler`, :meth:`get_train_dataloader`, :meth:`get_validation_dataloader` and
     :meth:`collate_fn`. While :meth:`Trainer.fit` runs, ``self.accelerator``, ``self.state``
     and ``self.trainer`` are bound.
+
+    accmt 1.x's helpers are here too: calling the module runs :meth:`forward` (the model, by
+    default), ``len(module)`` is the model's number of parameters, :meth:`pad`,
+    :meth:`freeze`, :meth:`unfreeze`, and :meth:`from_hf` for a transformers model.
     """
 
     model: torch.nn.Module
@@ -84,6 +92,91 @@ class AcceleratorModule:
         """Log extra values to the trackers (at the current global step by default)."""
         self.trainer.log(values, step=step)
 
+    # accmt 1.x's helpers.
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the model: ``self.model(*args, **kwargs)``. Override to change the flow."""
+        return self.model(*args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``module(...)`` is :meth:`forward`."""
+        return self.forward(*args, **kwargs)
+
+    def __len__(self) -> int:
+        """The number of parameters of ``self.model``, trainable or frozen."""
+        return sum(parameter.numel() for parameter in self.model.parameters())
+
+    def freeze(self, module: torch.nn.Module) -> None:
+        """Stop training every parameter of ``module`` (``requires_grad = False``)."""
+        module.requires_grad_(False)
+
+    def unfreeze(self, module: torch.nn.Module) -> None:
+        """Train every parameter of ``module`` again (``requires_grad = True``)."""
+        module.requires_grad_(True)
+
+    def pad(
+        self,
+        tensor: torch.Tensor | list[torch.Tensor] | tuple[torch.Tensor, ...],
+        value: float,
+        padding: Literal["max_length", "longest"] | None = None,
+        max_length: int | None = None,
+        side: Literal["left", "right"] = "right",
+        op: str | Callable[[Any], Any] | None = None,
+    ) -> Any:
+        """Pad the last dimension of a tensor, or of each tensor of a list or tuple, with
+        ``value``, on the ``side`` given.
+
+        A single tensor (or a list or tuple of one) is padded to ``max_length``, which it then
+        needs. Several tensors are padded to the longest of them (``padding="longest"``, the
+        default) or to ``max_length`` (``padding="max_length"``), and come back as a list or
+        tuple like the one given, or as ``op`` of it: ``"stack"``, ``"cat"`` (the torch
+        function) or any callable. Padding never truncates: a tensor longer than the target is
+        an error.
+        """
+        if side not in ("left", "right"):
+            raise ValueError(f"pad(side=...): expected 'left' or 'right', got {side!r}")
+        if isinstance(tensor, torch.Tensor) or len(tensor) == 1:
+            single = tensor if isinstance(tensor, torch.Tensor) else tensor[0]
+            if max_length is None:
+                raise ValueError("pad: a single tensor is padded to max_length, which is missing")
+            single = single.reshape(1) if single.ndim == 0 else single
+            padded = [_pad_to(single, max_length, value, side)]
+        else:
+            if (padding or "longest") == "max_length":
+                if max_length is None:
+                    raise ValueError("pad(padding='max_length') needs max_length")
+                target = max_length
+            else:
+                target = max(item.size(-1) for item in tensor)
+            padded = [_pad_to(item, target, value, side) for item in tensor]
+        if isinstance(tensor, torch.Tensor):
+            return padded[0]
+        together = tuple(padded) if isinstance(tensor, tuple) else padded
+        if op is None:
+            return together
+        return getattr(torch, op)(together) if isinstance(op, str) else op(together)
+
+    @classmethod
+    def from_hf(
+        cls, path: str | os.PathLike[str], type: str | Any | None = None, **kwargs: Any
+    ) -> AcceleratorModule:
+        """A module around a HuggingFace transformers model, as accmt 1.x built it.
+
+        ``type.from_pretrained(path, **kwargs)`` becomes ``self.model``; ``type`` is a
+        transformers class or its name (``"AutoModelForSequenceClassification"``), by default
+        ``AutoModel``. Training and validation steps return ``self.model(**batch).loss``.
+        Needs transformers: ``pip install 'accmt[hf]'``.
+        """
+        transformers = _transformers()
+        model_class: Any = transformers.AutoModel if type is None else type
+        if isinstance(type, str):
+            if not hasattr(transformers, type):
+                raise ValueError(
+                    f"AcceleratorModule.from_hf(type={type!r}): transformers has no such class"
+                )
+            model_class = getattr(transformers, type)
+        return _PretrainedModule(model_class.from_pretrained(path, **kwargs))
+
 
 class ExtendedAcceleratorModule(AcceleratorModule):
     """An AcceleratorModule whose :meth:`training_step` does its own backward and steps.
@@ -111,6 +204,47 @@ class ExtendedAcceleratorModule(AcceleratorModule):
     def zero_grad(self, optimizer: Optimizer | None = None) -> None:
         """Zero the gradients of ``optimizer`` (the Trainer's by default)."""
         self.trainer.zero_grad(optimizer)
+
+    def step(self) -> None:
+        """Step the optimizer, then the scheduler (when there is one), as accmt 1.x did."""
+        self.step_optimizer()
+        self.step_scheduler()
+
+
+def _pad_to(tensor: torch.Tensor, length: int, value: float, side: str) -> torch.Tensor:
+    missing = length - tensor.size(-1)
+    if missing < 0:
+        raise ValueError(
+            f"pad: a tensor of length {tensor.size(-1)} is longer than {length}; pad does not "
+            "truncate"
+        )
+    widths = (0, missing) if side == "right" else (missing, 0)
+    return torch.nn.functional.pad(tensor, widths, mode="constant", value=value)
+
+
+def _transformers() -> Any:
+    try:
+        return importlib.import_module("transformers")
+    except ImportError as error:
+        raise ImportError(
+            "AcceleratorModule.from_hf needs transformers, an optional extra: "
+            "pip install 'accmt[hf]' (or 'accmt-trainer[hf]')"
+        ) from error
+
+
+class _PretrainedModule(AcceleratorModule):
+    """What :meth:`AcceleratorModule.from_hf` returns: the model's own loss, for both steps."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+
+    def training_step(self, batch: Any) -> torch.Tensor:
+        loss: torch.Tensor = self.model(**batch).loss
+        return loss
+
+    def validation_step(self, key: str, batch: Any) -> torch.Tensor:
+        loss: torch.Tensor = self.model(**batch).loss
+        return loss
 
 
 def overrides(module: AcceleratorModule, method: str) -> bool:

@@ -140,7 +140,7 @@ class Checkpoints:
     def _guarded(self, temporary: Path, write: Any) -> None:
         try:
             write()
-        except OSError as error:
+        except Exception as error:  # a full disk comes as OSError, or as safetensors' own
             shutil.rmtree(temporary, ignore_errors=True)
             raise CheckpointError(
                 f"could not write the checkpoint into {temporary}: {error}; the earlier "

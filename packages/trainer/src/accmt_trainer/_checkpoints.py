@@ -33,13 +33,14 @@ from typing import Any
 
 import torch
 from accelerate import Accelerator
+from accelerate.utils import DistributedType
 
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState, write_json
 
 from ._background_writer import BackgroundWriter
 from ._checkpoint_parts import AccelerateSnapshot, Checkpointable, Parts
-from ._errors import CheckpointError
+from ._errors import CheckpointError, TrainerConfigError
 from ._folders import free_sibling, set_aside_folder
 from ._manifest import DIGEST, MANIFEST, check_compatible, inventory, verify
 from ._safe_tree import load_tree
@@ -47,6 +48,8 @@ from ._safe_tree import load_tree
 POINTER = "latest.json"
 _NAME = re.compile(r"^checkpoint_(\d{6,})$")
 _DONE = ".done-"
+_SHARDED = {DistributedType.FSDP, DistributedType.DEEPSPEED, DistributedType.MEGATRON_LM,
+            DistributedType.XLA}  # fmt: skip
 
 
 class Checkpoints:
@@ -72,6 +75,12 @@ class Checkpoints:
         self.background = background
         self.writer = BackgroundWriter()
         self._buffers: AccelerateSnapshot | None = None
+        kind = accelerator.distributed_type
+        if background and kind in _SHARDED:
+            raise TrainerConfigError(
+                f"Trainer(checkpoint_async=True) supports one device and DDP; {kind.value} "
+                "writes its sharded state through its own path: use checkpoint_async=False"
+            )
 
     # ---------------------------------------------------------------------------- write
 

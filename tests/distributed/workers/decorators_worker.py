@@ -141,7 +141,9 @@ def main() -> None:
         try:
             main_raises()
         except BaseException as error:
-            record["main_raises"] = f"{type(error).__name__}: {error}"
+            # The other processes get a BroadcastError, which is also a RuntimeError.
+            kind = "RuntimeError" if isinstance(error, RuntimeError) else type(error).__name__
+            record["main_raises"] = f"{kind}: {error}"
         record["ordering"] = ordering(out)
         with local_main_process_first():
             record["local_first_done"] = True

@@ -110,8 +110,7 @@ class SummedMetric(Metric):
             raise self.error(
                 f"statistics() returned {len(statistics)} values after {len(totals)} before"
             )
-        i = 0
-        for value in statistics:
+        for i, value in enumerate(statistics):
             total = totals[i]
             # The common cases in a few attribute reads: a tensor added in place to a tensor
             # of its dtype and shape, a number to a number. Anything else (another dtype, shape
@@ -132,7 +131,6 @@ class SummedMetric(Metric):
                 totals[i] = self._combined(i, total, value)
             else:
                 totals[i] = total + value
-            i += 1
 
     def _combined(self, i: int, total: Statistic, value: Statistic) -> Tensor:
         """``total + value`` where they are not two tensors of one shape, dtype and device: a

@@ -64,7 +64,7 @@ class Perplexity(SummedMetric):
         logits = predictions.reshape(-1, vocabulary)
         if logits.dtype in (torch.float16, torch.bfloat16):
             logits = logits.float()
-        if references.device != logits.device:
+        if references.get_device() != logits.get_device():
             references = references.to(logits.device)
         targets = references.reshape(-1)
         if targets.dtype != torch.int64:

@@ -35,7 +35,7 @@ class _ElementwiseError(SummedMetric):
                 f"predictions have shape {tuple(predictions.shape)} but references have shape "
                 f"{tuple(references.shape)}"
             )
-        if references.device != predictions.device:
+        if references.get_device() != predictions.get_device():
             references = references.to(predictions.device)
         difference = predictions.double() - references.double()
         return self._error(difference).sum(), difference.numel()

@@ -156,16 +156,12 @@ class Metric(abc.ABC):
             predictions = predictions.detach()
         if references.requires_grad:
             references = references.detach()
-        if mask is None and self._num_samples is None:
-            self._batches += 1
-            self._added += rows
-        else:
-            selection, placed = self._select(rows, mask)
-            if selection is not None:
-                predictions = take(predictions, selection)
-                references = take(references, selection)
-                rows = predictions.shape[0]
-                self._masked += placed - rows
+        selection, placed = self._select(rows, mask)
+        if selection is not None:
+            predictions = take(predictions, selection)
+            references = take(references, selection)
+            rows = predictions.shape[0]
+            self._masked += placed - rows
         if rows:
             self._add(predictions, references)
 
@@ -222,7 +218,10 @@ class Metric(abc.ABC):
         self._layout = None
 
     def _not_tensors(self, predictions: object, references: object) -> MetricError:
-        return self.error(_not_a_tensor(predictions=predictions, references=references))
+        what, value = ("predictions", predictions)
+        if isinstance(predictions, Tensor):
+            what, value = ("references", references)
+        return self.error(f"{what} must be a torch.Tensor, got {type(value).__name__}")
 
     def _select(self, rows: int, mask: Tensor | None) -> tuple[Selection, int]:
         """Which of the next batch's ``rows`` samples are real, and how many stand before
@@ -285,12 +284,6 @@ class Metric(abc.ABC):
             if self._num_samples == 0:
                 raise self.error("num_samples=0 leaves no sample to compute over")
             raise self.error(f"the mask drops every one of the {added} samples added")
-
-
-def _not_a_tensor(**values: object) -> str:
-    """Which of ``values`` is not a tensor, and what it is instead."""
-    what, value = next((k, v) for k, v in values.items() if not isinstance(v, Tensor))
-    return f"{what} must be a torch.Tensor, got {type(value).__name__}"
 
 
 def _tensors(first: object, second: object) -> bool:

@@ -96,16 +96,44 @@ def test_num_samples_beyond_what_was_added() -> None:
     metric.add_batch(SCORES, LABELS)
     with raises("Accuracy('accuracy')", "num_samples=5 but 4 samples were added"):
         metric.compute()
-    metric.num_samples = "4"  # type: ignore[assignment]
-    with raises("Accuracy('accuracy')", "num_samples must be an int"):
-        metric.compute()
 
 
-def test_labels_outside_num_classes() -> None:
-    metric = F1(num_classes=2)
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [("4", "num_samples must be an int or None, got '4'"), (True, "got True"), (-1, "negative")],
+)
+def test_a_bad_num_samples_raises_when_it_is_set(value: object, match: str) -> None:
+    with raises("Accuracy('accuracy')", match):
+        Accuracy(num_samples=value)  # type: ignore[arg-type]
+    metric = Accuracy()
+    with raises("Accuracy('accuracy')", match):
+        metric.num_samples = value  # type: ignore[assignment]
+
+
+def test_num_samples_cannot_change_while_batches_are_held() -> None:
+    metric = Accuracy(num_samples=4)
     metric.add_batch(SCORES, LABELS)
-    with raises("F1('f1')", "label 2 is outside the classes 0 .. 1"):
-        metric.compute()
+    metric.num_samples = 4  # the same value is harmless
+    with raises("Accuracy('accuracy')", "num_samples changed from 4 to 3 after 1 batch"):
+        metric.num_samples = 3
+    metric.reset()
+    metric.num_samples = 3
+    metric.add_batch(SCORES, LABELS)
+    first_three = Accuracy()
+    first_three.add_batch(SCORES[:3], LABELS[:3])
+    assert metric.compute() == first_three.compute()
+
+
+def test_labels_outside_the_classes() -> None:
+    metric = F1(num_classes=2)
+    with raises("F1('f1')", r"label 2 is outside the classes 0 .. 1 \(num_classes: 2\)"):
+        metric.add_batch(torch.tensor([0, 1, 1, 0]), LABELS)
+    with raises("F1('f1')", "the scores have 3 classes but num_classes=2"):
+        metric.add_batch(SCORES, LABELS)
+    with raises("Precision('precision')", r"label 5 is outside the classes 0 .. 2 \(the scores"):
+        Precision().add_batch(SCORES, torch.tensor([0, 5, 1, 1]))
+    with raises("Recall('recall')", "class labels must not be negative, got -1"):
+        Recall().add_batch(torch.tensor([0, 1, 1, 0]), torch.tensor([0, -1, 1, 1]))
 
 
 @pytest.mark.parametrize(

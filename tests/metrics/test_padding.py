@@ -1,4 +1,5 @@
-"""Padding is dropped, by ``num_samples`` (Accelerate's order) or by ``mask``."""
+"""Padding is dropped as each batch is added, by ``num_samples`` (Accelerate's order) or by
+``mask``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accmt_metrics import F1, Accuracy, Mean, MeanSquaredError, Metric
-from accmt_metrics._order import interleaved_positions
+from accmt_metrics._order import interleaved_positions, rows_before
 
 from ._data import classification, cuts, feed, split
 
@@ -73,11 +74,36 @@ def test_num_samples_drops_the_padding_at_the_end(
 
 
 def test_without_num_samples_padding_counts() -> None:
-    metric = Accuracy()
-    metric.add_batch(torch.tensor([1, 0, 1]), torch.tensor([1, 1, 1]))
-    assert metric.compute() == {"accuracy": 2 / 3}
-    metric.num_samples = 2  # the attribute may be set after the batches
-    assert metric.compute() == {"accuracy": 1 / 2}
+    counted, cut = Accuracy(), Accuracy(num_samples=2)
+    for metric in (counted, cut):
+        metric.add_batch(torch.tensor([1, 0, 1]), torch.tensor([1, 1, 1]))
+    assert counted.compute() == {"accuracy": 2 / 3}
+    assert cut.compute() == {"accuracy": 1 / 2}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    size=st.integers(1, 60),
+    batch=st.integers(1, 7),
+    world=st.integers(1, 4),
+    even=st.booleans(),
+)
+def test_each_batch_keeps_exactly_its_real_samples(
+    size: int, batch: int, world: int, even: bool
+) -> None:
+    """The rule applied at add_batch, process by process, against the layout dealt."""
+    dealt = deal_like_accelerate(size, batch, world, even)
+    kept: list[int] = []
+    for process, batches in enumerate(dealt):
+        added = 0
+        for indices in batches:
+            real = rows_before(size, added, len(indices), process, world)
+            # The kept rows are the batch's leading ones, and exactly its real samples.
+            assert all(index != PADDING for index in indices[:real])
+            assert all(index == PADDING for index in indices[real:])
+            kept += indices[:real]
+            added += len(indices)
+    assert sorted(kept) == list(range(size))
 
 
 @SETTINGS

@@ -57,6 +57,7 @@ def test_top_k_accuracy_matches_scikit_learn(data: tuple[torch.Tensor, ...], k: 
     at=st.data(),
     average=st.sampled_from(["micro", "macro"]),
     with_classes=st.booleans(),
+    as_labels=st.booleans(),
     kind=st.sampled_from(sorted(AVERAGED, key=lambda c: c.__name__)),
 )
 def test_precision_recall_f1_match_scikit_learn(
@@ -64,6 +65,7 @@ def test_precision_recall_f1_match_scikit_learn(
     at: st.DataObject,
     average: str,
     with_classes: bool,
+    as_labels: bool,
     kind: type[F1],
 ) -> None:
     scores, labels, classes = data
@@ -76,7 +78,9 @@ def test_precision_recall_f1_match_scikit_learn(
         zero_division=0.0,
     )
     metric = kind(average, classes if with_classes else None)  # type: ignore[arg-type]
-    result = feed(metric, scores, labels, at.draw(cuts(len(labels)))).compute()
+    # Integer predictions without num_classes: the counts grow with the largest label seen.
+    predictions = predicted if as_labels else scores
+    result = feed(metric, predictions, labels, at.draw(cuts(len(labels)))).compute()
     assert result == {kind.default_name: pytest.approx(expected, rel=1e-12, abs=1e-15)}
 
 

@@ -3,10 +3,11 @@
 Every process builds the same uneven dataset, makes a gloo group, lets Accelerate shard the
 dataset exactly as a training script would (a prepared DataLoader, ``even_batches`` on, so the
 last round is padded with repeated samples), feeds every built-in metric and two torchmetrics
-adapters, and writes what ``compute()`` returned to <out>/rank<N>.json. The same metrics are
-also fed through a ``DistributedSampler`` with a padding mask, and a few edge cases are
-recorded. The test computes the single-process results over the same samples itself, with
-``make_dataset``, ``make_metrics`` and ``feed`` from this module.
+adapters, and writes what ``compute()`` returned to <out>/rank<N>.json. The same is done for
+every other way Accelerate deals batches (``split_batches``, ``even_batches=False``,
+``dispatch_batches``, an iterable dataset), and through a ``DistributedSampler`` with a padding
+mask; a few edge cases are recorded. The test computes the single-process results over the same
+samples itself, with ``make_dataset``, ``make_metrics`` and ``feed`` from this module.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 import torchmetrics
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, TensorDataset
 
 from accmt_metrics import (
     F1,
@@ -132,6 +133,49 @@ def through_accelerate(dataset: TensorDataset) -> dict[str, Any]:
     }
 
 
+class Streamed(IterableDataset[tuple[torch.Tensor, ...]]):
+    """The dataset as a stream, which Accelerate shards with IterableDatasetShard."""
+
+    def __init__(self, dataset: TensorDataset) -> None:
+        self.dataset = dataset
+
+    def __iter__(self) -> Any:
+        return (self.dataset[index] for index in range(len(self.dataset)))
+
+
+# Every other way a prepared dataloader deals the batches: prepare_data_loader's options.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "split_batches": {"split_batches": True},
+    "uneven_batches": {"even_batches": False},
+    "dispatched": {"dispatch_batches": True},
+    "streamed": {"dispatch_batches": False},
+}
+
+
+def through_variants(dataset: TensorDataset, world: int) -> dict[str, Any]:
+    """Each variant of Accelerate's sharding, padding dropped with num_samples."""
+    from accelerate.data_loader import prepare_data_loader
+
+    results: dict[str, Any] = {}
+    for key, options in VARIANTS.items():
+        source: Any = Streamed(dataset) if key == "streamed" else dataset
+        # With split_batches a global batch is cut into one slice per process.
+        size = BATCH_SIZE * world if options.get("split_batches") else BATCH_SIZE
+        loader = prepare_data_loader(
+            DataLoader(source, batch_size=size),
+            device=torch.device("cpu"),
+            put_on_device=True,
+            **options,
+        )
+        metrics = make_metrics(num_samples=len(dataset))
+        seen: list[int] = []
+        for batch in loader:
+            seen += batch[0].tolist()
+            feed(metrics, batch)
+        results[key] = {"seen": seen, "results": compute_all(metrics)}
+    return results
+
+
 def through_distributed_sampler(dataset: TensorDataset, rank: int, world: int) -> dict[str, Any]:
     """Shard with torch's DistributedSampler (one sample each in turn, padded by wrapping
     around); drop the padding with a mask, since this is not Accelerate's order."""
@@ -151,19 +195,30 @@ def through_distributed_sampler(dataset: TensorDataset, rank: int, world: int) -
 ONLY_MAIN_BATCH = (torch.tensor([1, 2, 3, 4]), torch.tensor([1, 2, 0, 4]))
 
 
+def error_of(metric: Metric) -> str | None:
+    try:
+        metric.compute()
+    except MetricError as error:
+        return str(error)
+    return None
+
+
 def edge_cases(rank: int) -> dict[str, Any]:
-    """A process that adds nothing, and a compute before any sample anywhere: every process
-    must answer alike, and none may hang."""
+    """A process that adds nothing, a compute before any sample anywhere, and batches not dealt
+    as Accelerate deals them: every process must answer alike, and none may hang."""
     only_main = Accuracy()
     if rank == 0:
         only_main.add_batch(*ONLY_MAIN_BATCH)
-    empty = F1()
-    try:
-        empty.compute()
-        empty_error = None
-    except MetricError as error:
-        empty_error = str(error)
-    return {"only_main": only_main.compute(), "empty_error": empty_error}
+    # Batches of sizes 3, 5, 7 on processes 0, 1, 2: the rule places the later processes'
+    # samples too far, and compute() says so instead of returning a wrong number.
+    misdealt = Accuracy(num_samples=6)
+    rows = 3 + 2 * rank
+    misdealt.add_batch(torch.zeros(rows, dtype=torch.long), torch.zeros(rows, dtype=torch.long))
+    return {
+        "only_main": only_main.compute(),
+        "empty_error": error_of(F1()),
+        "misdealt_error": error_of(misdealt),
+    }
 
 
 def main() -> None:
@@ -174,6 +229,7 @@ def main() -> None:
     record = {
         "world": world,
         "accelerate": through_accelerate(dataset),
+        "variants": through_variants(dataset, world),
         "sampler": through_distributed_sampler(dataset, rank, world),
         "edge": edge_cases(rank),
     }

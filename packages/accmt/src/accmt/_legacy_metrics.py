@@ -21,7 +21,7 @@ import accmt_metrics
 _Layout = tuple[tuple[str, ...] | None, ...]
 
 
-class Metric(accmt_metrics.Metric):
+class Metric(accmt_metrics.PerSampleMetric):
     """accmt 1.x's ``Metric``: subclass it and override ``compute``::
 
         class Accuracy(Metric):
@@ -45,7 +45,7 @@ class Metric(accmt_metrics.Metric):
     checked. ``num_samples`` and ``sync`` are the 2.x base class's.
 
     A subclass may instead implement the 2.x hooks ``per_sample`` and ``reduce``
-    (:class:`accmt_metrics.Metric`).
+    (:class:`accmt_metrics.PerSampleMetric`).
     """
 
     # The 1.x math of the subclass (its compute override), called by reduce.
@@ -71,7 +71,7 @@ class Metric(accmt_metrics.Metric):
         self.main_metric = self.name
         self.do_checks = do_checks
         self.cast = getattr(torch, cast) if isinstance(cast, str) else cast
-        self._layout: _Layout | None = None
+        self._argument_layout: _Layout | None = None
         self._pending: tuple[Tensor, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -103,24 +103,26 @@ class Metric(accmt_metrics.Metric):
             return
         given = (predictions,) if references is None else (predictions, references, *more)
         layout, columns = self._columns(given)
-        if self._layout is not None and layout != self._layout:
-            raise self.error(
-                f"the arguments changed form between batches: {layout} after {self._layout}"
-            )
-        self._layout = layout
-        # The base class calls per_sample with the pair it is given; it hands back these.
+        before = self._argument_layout
+        if before is not None and layout != before:
+            raise self.error(f"the arguments changed form between batches: {layout} after {before}")
+        self._argument_layout = layout
+        # The base class drops padding rows, then calls per_sample with the rows it kept: give
+        # it the rows' positions, and per_sample hands back those rows of these columns.
         self._pending = self._extra_columns(columns)
+        positions = torch.arange(columns[0].shape[0], device=columns[0].device)
         try:
-            super().add_batch(columns[0], columns[0], mask=mask)
+            super().add_batch(positions, positions, mask=mask)
         finally:
             self._pending = ()
 
     def reset(self) -> None:
         super().reset()
-        self._layout = None
+        self._argument_layout = None
 
     def per_sample(self, predictions: Tensor, references: Tensor) -> tuple[Tensor, ...]:
-        return self._pending
+        kept = predictions.to(self._pending[0].device) if self._pending else predictions
+        return tuple(column.index_select(0, kept) for column in self._pending)
 
     def reduce(self, *columns: Tensor) -> float | dict[str, float]:
         return self._run_1x(*self._arguments(columns))
@@ -179,7 +181,7 @@ class Metric(accmt_metrics.Metric):
         """The 1.x arguments rebuilt from the columns, in the layout they were added with."""
         arguments: list[Any] = []
         remaining = iter(columns)
-        for keys in self._layout or ():
+        for keys in self._argument_layout or ():
             if keys is None:
                 arguments.append(next(remaining))
             else:

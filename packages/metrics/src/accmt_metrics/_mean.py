@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from ._base import Metric
+from ._base import take
 from ._dtypes import is_real
+from ._summed import Statistic, SummedMetric
+
+Number = int | float
 
 
-class Mean(Metric):
+class Mean(SummedMetric):
     """The weighted mean of the values added: ``sum(value * weight) / sum(weight)``.
 
     Two ways to feed it, the same underneath:
@@ -25,9 +29,10 @@ class Mean(Metric):
       ``num_samples`` are meaningful only with per-sample values.
 
     There are no references: ``add_batch(values, references)`` with references raises.
-    Tensors may be on any device and are detached; nothing here waits for the device. The
-    arithmetic is in float64. A negative weight, or a total weight of zero, raises at
-    ``compute()``.
+    Tensors may be on any device and are detached; nothing here waits for the device. Keeps
+    three numbers: the float64 sum of ``value * weight``, the sum of the weights (an exact int
+    while every weight is an int) and the count of negative weights. A negative weight, or a
+    total weight of zero, raises at ``compute()``.
 
     ``compute()`` returns ``{name: mean}``; the name defaults to ``"mean"`` (pass
     ``name="loss"`` for a loss), and ``greater_is_better`` defaults to False.
@@ -36,7 +41,7 @@ class Mean(Metric):
     default_name = "mean"
     default_greater_is_better = False
 
-    def update(self, value: Tensor | float, weight: Tensor | float = 1.0) -> None:
+    def update(self, value: Tensor | float, weight: Tensor | float = 1) -> None:
         """Add one value (or one value per sample) with its weight."""
         self.add_batch(value, weight=weight)
 
@@ -52,36 +57,46 @@ class Mean(Metric):
         if references is not None:
             raise self.error("a Mean takes values and no references; give weights with weight=")
         values = self._values(predictions, "values")
-        rows = values.shape[0]
-        if weight is None or (isinstance(weight, (int, float)) and not isinstance(weight, bool)):
-            # Made where the values are, so that a GPU loss needs no copy from the host.
-            weights = torch.full(
-                (rows,),
-                1.0 if weight is None else float(weight),
-                dtype=torch.float64,
-                device=values.device,
-            )
-        else:
-            weights = self._values(weight, "weight").to(values.device)
-            if (
-                weights.shape[0] == 1
-                and rows != 1
-                and isinstance(weight, Tensor)
-                and weight.ndim == 0
-            ):
-                weights = weights.expand(rows)
-            if weights.shape != values.shape:
-                raise self.error(
-                    f"weight has {weights.shape[0]} entries but there are {rows} values"
-                )
-        self._append(self.per_sample(values, weights), rows, mask)
+        rows = values.shape[0] if isinstance(values, Tensor) and values.ndim else 1
+        weights = 1 if weight is None else self._weights(weight, rows)
+        selection, placed = self._select(rows, mask)
+        if selection is not None:
+            values = take(_column(values, rows), selection)
+            if isinstance(weights, Tensor):
+                weights = take(_column(weights, rows), selection)
+            rows = values.shape[0]
+            self._masked += placed - rows
+        if rows:
+            self._accumulate(self._sums(values, weights, rows))
 
-    def _values(self, value: Tensor | float, what: str) -> Tensor:
-        if isinstance(value, Tensor):
-            value = value.detach()
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = torch.tensor(float(value), dtype=torch.float64)
-        else:
+    def statistics(self, predictions: Tensor, references: Tensor) -> Sequence[Statistic]:
+        """The sums of a batch of ``predictions`` (values) weighted by ``references``."""
+        weights = references.double()
+        return (predictions.double() * weights).sum(), weights.sum(), (weights < 0).sum()
+
+    def result(self, *totals: Tensor) -> float:
+        weighted, weight, negative = totals
+        if int(negative):
+            raise self.error(f"a weight is negative ({int(negative)} of them)")
+        if float(weight) == 0:
+            raise self.error("the weights add up to zero")
+        return float(weighted) / float(weight)
+
+    def _sums(self, values: Tensor | float, weights: Tensor | Number, rows: int) -> list[Statistic]:
+        if isinstance(weights, Tensor):
+            if not isinstance(values, Tensor):
+                values = torch.tensor(values, dtype=torch.float64, device=weights.device)
+            return list(self.statistics(values, weights.expand(values.shape)))
+        negative = rows if weights < 0 else 0
+        if isinstance(values, Tensor):
+            total = values.sum(dtype=torch.float64)
+            return [total if weights == 1 else total * weights, weights * rows, negative]
+        return [float(values) * weights, weights, negative]
+
+    def _values(self, value: Tensor | float, what: str) -> Tensor | float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, Tensor):
             raise self.error(f"{what} must be a number or a tensor, got {type(value).__name__}")
         if not is_real(value.dtype):
             raise self.error(f"{what} must be real numbers, got {value.dtype}")
@@ -90,19 +105,20 @@ class Mean(Metric):
                 f"{what} must be a scalar or one value per sample (1-D), got shape "
                 f"{tuple(value.shape)}"
             )
-        return value.reshape(-1)
+        return value.detach() if value.requires_grad else value
 
-    def per_sample(self, predictions: Tensor, references: Tensor) -> tuple[Tensor, ...]:
-        """The values and the weights, in float64."""
-        return predictions.double(), references.double()
+    def _weights(self, weight: Tensor | float, rows: int) -> Tensor | Number:
+        if isinstance(weight, (int, float)) and not isinstance(weight, bool):
+            return weight
+        weights = self._values(weight, "weight")
+        assert isinstance(weights, Tensor)
+        if weights.ndim and weights.shape[0] != rows:
+            raise self.error(f"weight has {weights.shape[0]} entries but there are {rows} values")
+        return weights
 
-    def reduce(self, *columns: Tensor) -> float:
-        values, weights = columns
-        total, lowest, weighted = torch.stack(
-            [weights.sum(), weights.min(), (values * weights).sum()]
-        ).tolist()
-        if lowest < 0:
-            raise self.error(f"a weight is negative ({lowest})")
-        if total == 0:
-            raise self.error("the weights add up to zero")
-        return float(weighted / total)
+
+def _column(value: Tensor | float, rows: int) -> Tensor:
+    """``value`` as one entry per row, for selecting rows."""
+    if isinstance(value, Tensor):
+        return value.reshape(-1).expand(rows)
+    return torch.full((rows,), value, dtype=torch.float64)

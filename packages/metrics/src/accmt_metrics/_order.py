@@ -1,4 +1,11 @@
-"""Where each process's samples stand in the order a prepared Accelerate dataloader deals them."""
+"""Where a process's samples stand in the order a prepared Accelerate dataloader deals them.
+
+Accelerate deals global batches round-robin: local batch ``k`` of process ``p`` of ``world`` is
+global batch ``k * world + p`` (``BatchSamplerShard`` with or without ``split_batches`` or
+``even_batches``; ``IterableDatasetShard`` and ``DataLoaderDispatcher`` slice each global batch
+the same way). With ``even_batches`` (the default) the last round is filled up with samples
+from the start of the dataset, so every position from the dataset's length on is padding.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +15,29 @@ import torch
 from torch import Tensor
 
 
+def rows_before(limit: int, added_before: int, rows: int, process: int, world: int) -> int:
+    """How many leading rows of this process's next batch of ``rows`` stand before ``limit``.
+
+    ``added_before`` counts the samples this process added before the batch. Every round but
+    the last deals batches of one size, and in the last round Accelerate gives every process a
+    slice of one size (``rows``), the slices of the lower processes first; so the batch starts
+    at ``added_before * world + process * rows``. Where the last round is short
+    (``even_batches=False``) this start may be too low, never too high, and then every sample
+    is real anyway: the rule never drops a real sample of Accelerate's dataloaders. On one
+    process it is exact for batches of any sizes.
+    """
+    start = added_before * world + process * rows
+    return max(0, min(rows, limit - start))
+
+
 def interleaved_positions(batch_sizes: Sequence[Sequence[int]]) -> list[Tensor]:
     """The global position of every sample of every process, batches dealt round-robin.
 
     ``batch_sizes[p]`` lists the sizes of the batches process ``p`` added, in the order it added
     them. Local batch ``k`` of process ``p`` is taken to be global batch ``k * world + p`` (a
-    process with fewer batches simply has no entry for the later rounds), which is how
-    Accelerate's ``BatchSamplerShard`` deals the batches of a prepared dataloader, with or without
-    ``split_batches``. Returns, per process, an int64 tensor holding the position of each of its
-    samples, in the order they were added; together the positions are ``0 .. total - 1``.
+    process with fewer batches simply has no entry for the later rounds). Returns, per process,
+    an int64 tensor holding the position of each of its samples, in the order they were added;
+    together the positions are ``0 .. total - 1``.
     """
     # How far each batch moves, from where it starts among its own process's samples to where
     # it starts in the global order: one number per batch, so plain Python does it best.

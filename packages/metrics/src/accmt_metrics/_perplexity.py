@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._base import Metric, MetricOptions
+from ._base import MetricOptions
 from ._dtypes import is_integer
+from ._summed import Statistic, SummedMetric
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 
-class Perplexity(Metric):
+class Perplexity(SummedMetric):
     """``exp`` of the mean negative log-likelihood per token, over every token of every sample.
 
     ``add_batch(logits, targets)``: ``targets`` are token ids of shape ``(n, ...)`` (usually
@@ -27,9 +29,10 @@ class Perplexity(Metric):
     language model, shift them first (``logits[:, :-1]`` against ``labels[:, 1:]``).
 
     The negative log-likelihoods are computed by ``cross_entropy`` in the logits' dtype (float16
-    and bfloat16 are first widened to float32) and summed in float64. On the CPU a target
-    outside the vocabulary raises a :class:`MetricError`; on CUDA it trips ``cross_entropy``'s
-    device-side assert, as checking first would wait for the device at every batch.
+    and bfloat16 are first widened to float32) and summed in float64. Keeps two numbers: that
+    sum and the exact count of scored tokens. On the CPU a target outside the vocabulary raises
+    a :class:`MetricError`; on CUDA it trips ``cross_entropy``'s device-side assert, as checking
+    first would wait for the device at every batch.
 
     ``compute()`` returns ``{name: perplexity}``; the name defaults to ``"perplexity"``.
     """
@@ -45,7 +48,7 @@ class Perplexity(Metric):
         super().__init__(**options)
         self.ignore_index = ignore_index
 
-    def per_sample(self, predictions: Tensor, references: Tensor) -> tuple[Tensor, ...]:
+    def statistics(self, predictions: Tensor, references: Tensor) -> Sequence[Statistic]:
         if not predictions.dtype.is_floating_point or not is_integer(references.dtype):
             raise self.error(
                 "predictions must be floating-point logits and references integer token ids, "
@@ -57,11 +60,15 @@ class Perplexity(Metric):
                 f"{tuple(references.shape)}: the logits must be the targets' shape plus one "
                 "dimension for the vocabulary"
             )
-        rows, vocabulary = predictions.shape[0], predictions.shape[-1]
+        vocabulary = predictions.shape[-1]
         logits = predictions.reshape(-1, vocabulary)
         if logits.dtype in (torch.float16, torch.bfloat16):
             logits = logits.float()
-        targets = references.to(logits.device).reshape(-1).long()
+        if references.get_device() != logits.get_device():
+            references = references.to(logits.device)
+        targets = references.reshape(-1)
+        if targets.dtype != torch.int64:
+            targets = targets.long()
         try:
             nll = F.cross_entropy(logits, targets, reduction="none", ignore_index=self.ignore_index)
         except (IndexError, RuntimeError) as error:  # a target outside the vocabulary, on CPU
@@ -69,15 +76,12 @@ class Perplexity(Metric):
                 f"a target is outside the vocabulary of {vocabulary} "
                 f"(ignore_index={self.ignore_index}): {error}"
             ) from None
-        scored = targets != self.ignore_index
-        width = math.prod(references.shape[1:])
-        if width == 1:
-            return nll.double(), scored.long()
-        return nll.double().reshape(rows, width).sum(dim=1), scored.reshape(rows, width).sum(dim=1)
+        # Ignored targets have a loss of 0, so only the count needs them left out.
+        return nll.sum(dtype=torch.float64), (targets != self.ignore_index).sum()
 
-    def reduce(self, *columns: Tensor) -> float:
-        nll, tokens = columns
-        count = int(tokens.sum())
+    def result(self, *totals: Tensor) -> float:
+        nll, tokens = totals
+        count = int(tokens)
         if count == 0:
             raise self.error(f"there is no token to score: every target is {self.ignore_index}")
-        return math.exp(float(nll.sum()) / count)
+        return math.exp(float(nll) / count)

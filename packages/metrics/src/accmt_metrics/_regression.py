@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import abc
-import math
+from collections.abc import Sequence
 
 from torch import Tensor
 
-from ._base import Metric
 from ._dtypes import is_real
+from ._summed import Statistic, SummedMetric
 
 
-class _ElementwiseError(Metric):
-    """The mean over samples of each sample's mean elementwise error.
+class _ElementwiseError(SummedMetric):
+    """The mean over every element of every sample of an elementwise error.
 
-    Every sample has the same shape in practice, and then this is the mean over every element,
-    as scikit-learn's ``multioutput="uniform_average"``; one float64 per sample is kept.
+    Keeps two numbers: the float64 sum of the errors and the exact count of elements. When
+    every sample has the same shape this is scikit-learn's ``multioutput="uniform_average"``.
     """
 
     default_greater_is_better = False
@@ -24,7 +24,7 @@ class _ElementwiseError(Metric):
     def _error(self, difference: Tensor) -> Tensor:
         """The error of each element, from ``predictions - references`` in float64."""
 
-    def per_sample(self, predictions: Tensor, references: Tensor) -> tuple[Tensor, ...]:
+    def statistics(self, predictions: Tensor, references: Tensor) -> Sequence[Statistic]:
         if not is_real(predictions.dtype) or not is_real(references.dtype):
             raise self.error(
                 "predictions and references must be real numbers (integer or floating point), "
@@ -35,19 +35,14 @@ class _ElementwiseError(Metric):
                 f"predictions have shape {tuple(predictions.shape)} but references have shape "
                 f"{tuple(references.shape)}"
             )
-        difference = predictions.double() - references.to(predictions.device).double()
-        return (sample_means(self._error(difference)),)
+        if references.get_device() != predictions.get_device():
+            references = references.to(predictions.device)
+        difference = predictions.double() - references.double()
+        return self._error(difference).sum(), difference.numel()
 
-    def reduce(self, *columns: Tensor) -> float:
-        (errors,) = columns
-        return float(errors.mean())
-
-
-def sample_means(values: Tensor) -> Tensor:
-    """Each sample's mean over its elements (the values themselves when a sample is a scalar)."""
-    if values.ndim == 1:
-        return values
-    return values.reshape(values.shape[0], math.prod(values.shape[1:])).mean(dim=1)
+    def result(self, *totals: Tensor) -> float:
+        errors, elements = totals
+        return float(errors) / int(elements)
 
 
 class MeanSquaredError(_ElementwiseError):

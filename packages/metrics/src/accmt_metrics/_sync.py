@@ -1,16 +1,17 @@
-"""The one exchange between processes that a ``compute()`` makes.
+"""The exchanges between processes that a ``compute()`` makes.
 
-First every process learns every other process's batch sizes, column dtypes and shapes
-(``all_gather_object``); then, for the metrics that need the samples themselves, every column and
-the padding mask travel packed as bytes in a single padded ``all_gather``. Both are made on the
-default ``torch.distributed`` group; on NCCL the tensors go through the current CUDA device.
+A metric that keeps sums sends them, with its sample counts, in one ``all_gather_object``: a few
+small CPU tensors and ints per process. A metric that keeps the samples themselves first learns
+every process's batch sizes, column dtypes and shapes that way, then gathers every column, packed
+as bytes, in a single padded ``all_gather``. All are made on the default ``torch.distributed``
+group; on NCCL the tensors go through the current CUDA device.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -26,15 +27,6 @@ class ColumnSpec(NamedTuple):
 
     dtype: torch.dtype
     sample_shape: tuple[int, ...]
-
-
-class Layout(NamedTuple):
-    """What one process holds: its batch sizes, its columns (``None`` if it holds no batch) and
-    whether it was given a mask."""
-
-    batch_sizes: list[int]
-    columns: tuple[ColumnSpec, ...] | None
-    has_mask: bool
 
 
 def process_group_world(sync: bool) -> ProcessInfo | None:
@@ -59,21 +51,20 @@ def process_group_world(sync: bool) -> ProcessInfo | None:
     return process
 
 
-def exchange_layouts(local: Layout, process: ProcessInfo) -> list[Layout]:
-    """Every process's :class:`Layout`, in process order."""
-    gathered: list[Layout | None] = [None] * process.num_processes
-    dist.all_gather_object(gathered, tuple(local))
-    return [Layout(*layout) for layout in gathered if layout is not None]
+def gather_objects(local: Any, process: ProcessInfo | None) -> list[Any]:
+    """Every process's ``local`` (picklable, small, tensors on the CPU), in process order."""
+    if process is None:
+        return [local]
+    gathered: list[Any] = [None] * process.num_processes
+    dist.all_gather_object(gathered, local)
+    return gathered
 
 
 def common_columns(
-    layouts: Sequence[Layout], error: Callable[[str], MetricError]
-) -> tuple[ColumnSpec, ...] | None:
-    """The columns every process agrees on: dtypes promoted, shapes equal; ``None`` if no
-    process holds a batch."""
-    held = [(rank, layout.columns) for rank, layout in enumerate(layouts) if layout.columns]
-    if not held:
-        return None
+    held: Sequence[tuple[int, tuple[ColumnSpec, ...]]], error: Callable[[str], MetricError]
+) -> tuple[ColumnSpec, ...]:
+    """The columns every process agrees on, from ``(process, columns)`` of the processes that
+    hold samples: dtypes promoted, shapes equal."""
     first_rank, first = held[0]
     dtypes = [spec.dtype for spec in first]
     for rank, columns in held[1:]:
@@ -105,37 +96,32 @@ def communication_device(local: torch.device) -> torch.device:
 
 def gather_rows(
     columns: Sequence[Tensor],
-    mask: Tensor | None,
     specs: Sequence[ColumnSpec],
-    layouts: Sequence[Layout],
+    totals: Sequence[int],
     process: ProcessInfo,
     device: torch.device,
-) -> tuple[list[Tensor], Tensor | None]:
-    """Every process's rows, process 0's first, each column on every process.
+) -> list[Tensor]:
+    """Every process's rows (``totals[p]`` of them on process ``p``), process 0's first, each
+    column on every process.
 
-    The columns are cast to the agreed dtypes, viewed as bytes and packed side by side (the mask,
-    when any process has one, as one more byte), padded to the longest process and gathered in
-    one ``all_gather``; the padding is cut off again on arrival.
+    The columns are cast to the agreed dtypes, viewed as bytes and packed side by side, padded
+    to the longest process and gathered in one ``all_gather``; the padding is cut off again on
+    arrival.
     """
-    totals = [sum(layout.batch_sizes) for layout in layouts]
     rows = totals[process.process_index]
-    any_mask = any(layout.has_mask for layout in layouts)
     device = communication_device(device)
     packed: list[Tensor] = []
     for column, spec in zip(columns, specs, strict=True):
         width = math.prod(spec.sample_shape)
         flat = column.to(device=device, dtype=spec.dtype).reshape(rows, width).contiguous()
         packed.append(flat.view(torch.uint8) if spec.dtype != torch.bool else flat.byte())
-    if any_mask:
-        keep = torch.ones(rows, dtype=torch.bool, device=device) if mask is None else mask
-        packed.append(keep.to(device=device, dtype=torch.uint8).reshape(rows, 1))
     if packed:
         local = torch.cat(packed, dim=1)
     else:
         local = torch.zeros(rows, 0, dtype=torch.uint8, device=device)
     padded = torch.zeros(max(totals), local.shape[1], dtype=torch.uint8, device=device)
     padded[:rows] = local
-    received = [torch.empty_like(padded) for _ in layouts]
+    received = [torch.empty_like(padded) for _ in totals]
     dist.all_gather(received, padded)
     everything = torch.cat([part[:total] for part, total in zip(received, totals, strict=True)])
     gathered: list[Tensor] = []
@@ -146,8 +132,7 @@ def gather_rows(
         offset += width
         value = raw.bool() if spec.dtype == torch.bool else raw.view(spec.dtype)
         gathered.append(value.reshape(everything.shape[0], *spec.sample_shape))
-    gathered_mask = everything[:, offset].bool() if any_mask else None
-    return gathered, gathered_mask
+    return gathered
 
 
 def _itemsize(dtype: torch.dtype) -> int:

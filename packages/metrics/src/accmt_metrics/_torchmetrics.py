@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.distributed as dist
 from torch import Tensor
 
-from ._base import Metric
+from accmt_decorators import ProcessInfo
+
+from ._base import Metric, take
 from ._errors import MetricError
+from ._sync import communication_device, process_group_world
 
 if TYPE_CHECKING:
     import torchmetrics
@@ -22,17 +27,18 @@ class TorchMetricsAdapter(Metric):
     torchmetrics is imported only when an adapter is built, and is not a dependency of
     accmt-metrics: install it yourself.
 
-    How it composes with torchmetrics' own synchronisation. :meth:`add_batch` keeps the raw
-    batches (tensors or, for text metrics, lists) on this process. :meth:`compute` exchanges
-    only the batch sizes with the other processes, to learn which of this process's samples are
-    padding (``num_samples``, ``mask``: the same rules as every :class:`Metric`), then resets
-    the wrapped metric, ``update``\\ s it with this process's real samples only, and calls its
-    ``compute()``, which synchronises the metric's states across processes the way torchmetrics
-    does (``sync_on_compute=True``, the default; leave ``dist_sync_on_step`` False). Each sample
-    is therefore counted once, on the process that holds it, and every process gets the
-    single-process result, up to the order in which torchmetrics adds up float states. A wrapped
-    metric built with ``sync_on_compute=False`` computes over each process's own samples, and so
-    does the adapter. The wrapped metric is moved to the device of the tensors it is fed.
+    How it composes with torchmetrics' own synchronisation. :meth:`add_batch` drops the padding
+    (``num_samples``, ``mask``: the same rules as every :class:`Metric`) and ``update``\\ s the
+    wrapped metric with this process's real samples only, so the adapter holds whatever the
+    wrapped metric holds (sums for most, every sample for the few that need them) and nothing
+    else. :meth:`compute` checks the sample counts of every process (one small
+    ``all_reduce``), then calls the wrapped metric's ``compute()``, which synchronises its
+    states across processes the way torchmetrics does (``sync_on_compute=True``, the default;
+    leave ``dist_sync_on_step`` False). Each sample is therefore counted once, on the process
+    that holds it, and every process gets the single-process result, up to the order in which
+    torchmetrics adds up float states. A wrapped metric built with ``sync_on_compute=False``
+    computes over each process's own samples, and so does the adapter. The wrapped metric is
+    moved to the device of the tensors it is fed.
 
     ``compute()`` returns ``{name: value}`` for a scalar result; a tensor of several values
     becomes ``{f"{name}_{i}": ...}`` (flattened), a dict ``{f"{name}_{key}": ...}``.
@@ -78,7 +84,6 @@ class TorchMetricsAdapter(Metric):
             sync=bool(metric.sync_on_compute),
         )
         self.metric = metric
-        self._raw: list[tuple[Any, Any]] = []
 
     def add_batch(self, predictions: Any, references: Any, *, mask: Tensor | None = None) -> None:
         """Add one batch, in whatever form the wrapped metric's ``update`` takes (tensors or
@@ -92,49 +97,60 @@ class TorchMetricsAdapter(Metric):
             raise self.error(
                 f"predictions have {rows} rows but references have {_length(references)}"
             )
-        self._raw.append((_detach(predictions), _detach(references)))
-        self._append((), rows, mask)
+        predictions, references = _detach(predictions), _detach(references)
+        selection, placed = self._select(rows, mask)
+        if selection is not None:
+            predictions = _take(predictions, selection)
+            references = _take(references, selection)
+            rows = _length(predictions) or 0
+            self._masked += placed - rows
+        if rows:
+            self._add(predictions, references)
 
     def compute(self) -> dict[str, float]:
         """The wrapped metric over the real samples of every process (a collective)."""
-        keep = self._kept_local_rows()
-        kept = None if keep is None else torch.split(keep, self._batch_sizes)
-        self.metric.reset()
-        for index, (predictions, references) in enumerate(self._raw):
-            if kept is not None:
-                predictions = _take(predictions, kept[index])
-                references = _take(references, kept[index])
-            if not _length(predictions):
-                continue
-            if isinstance(predictions, Tensor) and predictions.device != self.metric.device:
-                self.metric.to(predictions.device)
-            self.metric.update(predictions, references)
-        return _flatten(self.name, self.metric.compute())
+        self._check_counts(_summed_counts(self._counts(), process_group_world(self.sync)))
+        with warnings.catch_warnings():
+            # After load_state_dict() the wrapped metric holds samples it was not updated with.
+            warnings.filterwarnings("ignore", message=".*was called before the ``update``")
+            return _flatten(self.name, self.metric.compute())
 
     def reset(self) -> None:
         super().reset()
-        self._raw = []
         if hasattr(self, "metric"):
             self.metric.reset()
 
     def state_dict(self) -> dict[str, Any]:
-        """The raw batches kept on this process, on the CPU, and their sizes and masks."""
-        return {**super().state_dict(), "raw": [tuple(map(_cpu, batch)) for batch in self._raw]}
+        """The wrapped metric's states (its ``metric_state``, on the CPU) and the counts."""
+        states = {key: _cpu(value) for key, value in self.metric.metric_state.items()}
+        return {**super().state_dict(), "states": states}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        raw = state.get("raw") if isinstance(state, dict) else None
-        if not isinstance(raw, list) or len(raw) != len(state.get("batch_sizes", ())):
+        states = state.get("states") if isinstance(state, dict) else None
+        if not isinstance(states, dict) or set(states) != set(self.metric.metric_state):
             raise self.error("load_state_dict() was given something state_dict() did not write")
         super().load_state_dict(state)
-        self._raw = [tuple(batch) for batch in raw]
+        # What torchmetrics' own load_state_dict does for each state it keeps.
+        for key, value in states.items():
+            setattr(self.metric, key, value)
 
-    def per_sample(self, predictions: Tensor, references: Tensor) -> tuple[Tensor, ...]:
-        """Not used: the wrapped metric keeps its own state."""
-        raise NotImplementedError("TorchMetricsAdapter feeds the wrapped metric directly")
+    def _add(self, predictions: Any, references: Any) -> None:
+        if isinstance(predictions, Tensor) and predictions.device != self.metric.device:
+            self.metric.to(predictions.device)
+        self.metric.update(predictions, references)
 
-    def reduce(self, *columns: Tensor) -> float:
-        """Not used: the wrapped metric computes its own result."""
-        raise NotImplementedError("TorchMetricsAdapter feeds the wrapped metric directly")
+
+def _summed_counts(
+    counts: tuple[int, int, int], process: ProcessInfo | None
+) -> list[tuple[int, int, int]]:
+    """Every process's sample counts, added up, with one ``all_reduce`` when there are several."""
+    if process is None:
+        return [counts]
+    device = communication_device(torch.device("cpu"))
+    summed = torch.tensor(counts, dtype=torch.int64, device=device)
+    dist.all_reduce(summed)
+    added, placed, kept = summed.tolist()
+    return [(added, placed, kept)]
 
 
 def _snake_case(name: str) -> str:
@@ -157,10 +173,10 @@ def _cpu(value: Any) -> Any:
     return value.cpu() if isinstance(value, Tensor) else value
 
 
-def _take(value: Any, keep: Tensor) -> Any:
-    if isinstance(value, Tensor):
-        return value[keep.to(value.device)]
-    return [item for item, kept in zip(value, keep.tolist(), strict=True) if kept]
+def _take(value: Any, selection: int | Tensor) -> Any:
+    if isinstance(value, Tensor) or isinstance(selection, int):
+        return take(value, selection) if isinstance(value, Tensor) else value[:selection]
+    return [item for item, kept in zip(value, selection.tolist(), strict=True) if kept]
 
 
 def _flatten(name: str, value: Any) -> dict[str, float]:

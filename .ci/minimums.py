@@ -1,0 +1,91 @@
+"""Install every third-party dependency the packages declare, at its declared minimum.
+
+pip has no "lowest versions" resolution, so this reads the minimums where they are declared,
+the ``[project] dependencies`` of packages/*/pyproject.toml, and installs ``name==minimum`` for
+each (the highest minimum where several packages name the same dependency), letting pip move
+whatever they depend on to fit; then ``pip check`` must find the environment consistent. The
+workspace's own packages are left alone, and so is torch: it stays the 2.13.0 CPU wheel that
+hatch.toml pins, as any other torch build is gigabytes.
+
+``hatch run minimums:test`` runs this, then the unit tests. ``python .ci/minimums.py --print``
+only prints the pins.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import tomllib
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+KEPT_AS_PINNED = {"torch"}
+# The operators whose version is the lowest one allowed.
+LOWER_BOUNDS = (">=", "~=", "==")
+
+
+def declared(root: Path = ROOT) -> list[tuple[str, Requirement]]:
+    """Every ``[project] dependencies`` entry of every package, with the file declaring it."""
+    found = []
+    for pyproject in sorted(root.glob("packages/*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text())["project"]
+        relative = str(pyproject.relative_to(root))
+        found += [(relative, Requirement(entry)) for entry in project.get("dependencies", [])]
+    return found
+
+
+def members(root: Path = ROOT) -> set[str]:
+    """The workspace's own distributions."""
+    return {
+        canonicalize_name(tomllib.loads(pyproject.read_text())["project"]["name"])
+        for pyproject in root.glob("packages/*/pyproject.toml")
+    }
+
+
+def minimum(requirement: Requirement, where: str) -> Version:
+    lows = [
+        Version(spec.version) for spec in requirement.specifier if spec.operator in LOWER_BOUNDS
+    ]
+    if not lows:
+        raise SystemExit(f"{where}: {requirement} declares no minimum version (>=, ~= or ==)")
+    return max(lows)
+
+
+def pins(root: Path = ROOT) -> list[str]:
+    """``name[extras]==minimum`` for every third-party dependency, sorted by name."""
+    own = members(root) | KEPT_AS_PINNED
+    lowest: dict[str, tuple[Version, Requirement]] = {}
+    for where, requirement in declared(root):
+        name = canonicalize_name(requirement.name)
+        if name in own or (
+            requirement.marker and not requirement.marker.evaluate(default_environment())
+        ):
+            continue
+        version = minimum(requirement, where)
+        if name not in lowest or version > lowest[name][0]:
+            lowest[name] = (version, requirement)
+    return [pin(requirement, version) for _, (version, requirement) in sorted(lowest.items())]
+
+
+def pin(requirement: Requirement, version: Version) -> str:
+    extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+    return f"{requirement.name}{extras}=={version}"
+
+
+def main() -> None:
+    wanted = pins()
+    print("declared minimums:", " ".join(wanted), flush=True)
+    if "--print" in sys.argv[1:]:
+        return
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run([*pip, "install", "--quiet", *wanted], check=True)
+    subprocess.run([*pip, "check"], check=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -430,6 +430,11 @@ class Trainer:
     def _epoch_loader(self) -> DataLoaderShard:
         """This epoch's batches, past those a resumed run already consumed."""
         self.train_dataloader.set_epoch(self.state.epoch)
+        # A collate_fn whose randomness follows the epoch (accmt-collators' masking ones)
+        # learns it here, before the iterator copies it into DataLoader workers.
+        set_collate_epoch = getattr(self.train_dataloader.collate_fn, "set_epoch", None)
+        if callable(set_collate_epoch):
+            set_collate_epoch(self.state.epoch)
         done = self.state.batches_seen_in_epoch
         if done == 0:
             return self.train_dataloader

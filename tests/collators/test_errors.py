@@ -110,7 +110,7 @@ def test_fields_that_must_follow_the_tokens_are_checked() -> None:
                  {"input_ids": [1, 2, 3], "attention_mask": [1, 1]}])  # fmt: skip
     with pytest.raises(CollatorError, match=r"samples\[1\] lacks \['label'\]"):
         collate([{"input_ids": [1], "label": 0}, {"input_ids": [1]}])
-    with pytest.raises(CollatorError, match=r"samples\[\*\]\['input_ids'\]: cannot be read"):
+    with pytest.raises(CollatorError, match=r"samples\[\*\]\['input_ids'\] cannot be read"):
         collate([{"input_ids": ["a", "b"]}])
 
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import torch
 
-from accmt_collators._keyed_random import Stream, below, draw, high_unit, low_unit, mix
+from accmt_collators._keyed_random import (
+    Stream,
+    draw,
+    high_word,
+    low_word,
+    mix,
+    row_keys,
+    threshold,
+    unit,
+)
 
 MASK64 = (1 << 64) - 1
 
@@ -38,17 +47,30 @@ def test_draws_depend_only_on_key_counter_and_stream() -> None:
     assert token[0] == token[3]
     assert token[0] != token[1]
     assert token[0] != token[2]
-    assert not torch.equal(token, draw(keys, counters, Stream.REPLACEMENT))
+    assert not torch.equal(token, draw(keys, counters, Stream.SPAN))
 
 
 def test_numbers_are_uniform() -> None:
     bits = draw(torch.full((200_000,), 123), torch.arange(200_000), Stream.TOKEN)
-    for unit in (low_unit(bits), high_unit(bits)):
-        assert float(unit.min()) >= 0
-        assert float(unit.max()) < 1
-        assert abs(float(unit.mean()) - 0.5) < 0.005
-        assert abs(float((unit < 0.15).double().mean()) - 0.15) < 0.005
-    assert abs(float(torch.corrcoef(torch.stack([low_unit(bits), high_unit(bits)]))[0, 1])) < 0.01
-    counts = torch.bincount(below(bits, 7), minlength=7)
-    assert len(counts) == 7
-    assert ((counts / 200_000 - 1 / 7).abs() < 0.005).all()
+    low, high = low_word(bits), high_word(bits)
+    for word in (low, high):
+        assert float(word.min()) >= 0
+        assert float(word.max()) < 2**32
+        assert abs(float(unit(word).mean()) - 0.5) < 0.005
+        assert abs(float((word < threshold(0.15)).double().mean()) - 0.15) < 0.005
+    assert abs(float(torch.corrcoef(torch.stack([unit(low), unit(high)]))[0, 1])) < 0.01
+    assert threshold(1.0) == 2**32
+    assert threshold(0.0) == 0
+
+
+def test_row_keys_follow_the_real_tokens_wherever_they_sit() -> None:
+    right = torch.tensor([[5, 6, 7, 0], [5, 6, 0, 0], [5, 6, 7, 0]])
+    real_right = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 0]]).bool()
+    keys = row_keys(right, torch.arange(4)[None, :], real_right, salt=9)
+    assert keys[0] == keys[2]
+    assert keys[0] != keys[1]
+    left = torch.tensor([[0, 0, 5, 6, 7], [0, 0, 0, 5, 6]])
+    real_left = left != 0
+    places = torch.arange(5)[None, :] - torch.tensor([[2], [3]])
+    assert torch.equal(row_keys(left, places, real_left, salt=9), keys[:2])
+    assert not torch.equal(row_keys(left, places, real_left, salt=10), keys[:2])

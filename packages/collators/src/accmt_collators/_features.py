@@ -57,7 +57,7 @@ class GroupPadder:
         the caller; any other key is collated as it is."""
         keys = [key for key in features[0] if key not in leave]
         self._check_keys(features, keys, path)
-        ids = Ragged.from_rows([f["input_ids"] for f in features], self._where(path, "input_ids"))
+        ids = Ragged.from_rows([f["input_ids"] for f in features], self.owner, (*path, "input_ids"))
         length = self._target_length(ids, path)
         side = padding_side(self.tokenizer, self.owner)
         real = ids.real_positions(length, side)
@@ -82,13 +82,13 @@ class GroupPadder:
         self._check_keys(features, [key], path)
         return [feature[key] for feature in features]
 
-    def _where(self, path: Path, key: str) -> str:
-        return f"{self.owner}: samples[*]{place((*path, key))}"
-
     def _check_keys(
         self, features: Sequence[Mapping[str, Any]], keys: list[str], path: Path
     ) -> None:
+        wanted = set(keys)
         for index, feature in enumerate(features):
+            if feature.keys() >= wanted:
+                continue
             missing = [key for key in keys if key not in feature]
             if missing:
                 raise CollatorError(
@@ -122,7 +122,7 @@ class GroupPadder:
         real: torch.Tensor,
         path: Path,
     ) -> torch.Tensor:
-        rows = Ragged.from_rows([f[key] for f in features], self._where(path, key))
+        rows = Ragged.from_rows([f[key] for f in features], self.owner, (*path, key))
         if not rows.same_lengths_as(ids):
             index = next(i for i, n in enumerate(rows.lengths) if n != ids.lengths[i])
             raise CollatorError(

@@ -28,12 +28,12 @@ class Stream(enum.IntEnum):
     """Independent draws for one counter: each purpose reads its own stream."""
 
     TOKEN = 0  # whether a token is chosen, and what it becomes
-    REPLACEMENT = 1  # the random token that replaces a chosen one
-    SPAN = 2  # a permutation-LM span's length and start
-    ORDER = 3  # a permutation-LM factorisation order
+    SPAN = 1  # a permutation-LM span's length and start
+    ORDER = 2  # a permutation-LM factorisation order
 
 
 _STREAMS = len(Stream)
+_WORD = 1 << 32
 
 
 def as_int64(value: int) -> int:
@@ -58,36 +58,87 @@ def mix(z: torch.Tensor) -> torch.Tensor:
 
 
 def draw(keys: torch.Tensor, counters: torch.Tensor, stream: Stream) -> torch.Tensor:
-    """64 random bits (as int64) for each (key, counter) pair in ``stream``."""
+    """64 random bits (as int64) for each (key, counter) pair in ``stream`` (broadcast)."""
     return mix(keys + (counters * _STREAMS + (int(stream) + 1)) * as_int64(_GAMMA))
 
 
-def low_unit(bits: torch.Tensor) -> torch.Tensor:
-    """A uniform float in [0, 1) from the low 32 bits."""
-    return (bits & 0xFFFFFFFF).to(torch.float64) * 2.0**-32
+def low_word(bits: torch.Tensor) -> torch.Tensor:
+    """The low 32 bits: a uniform int in [0, 2**32)."""
+    return bits & (_WORD - 1)
 
 
-def high_unit(bits: torch.Tensor) -> torch.Tensor:
-    """A uniform float in [0, 1) from the high 32 bits, independent of ``low_unit``."""
-    return _shift_right(bits, 32).to(torch.float64) * 2.0**-32
+def high_word(bits: torch.Tensor) -> torch.Tensor:
+    """The high 32 bits: a uniform int in [0, 2**32), independent of ``low_word``."""
+    return _shift_right(bits, 32)
 
 
-def below(bits: torch.Tensor, bound: int | torch.Tensor) -> torch.Tensor:
-    """A uniform int in [0, bound) from the high 53 bits (bias below 2**-53 * bound)."""
-    unit = _shift_right(bits, 11).to(torch.float64) * 2.0**-53
-    return (unit * bound).to(torch.int64)
+def signed_high_word(bits: torch.Tensor) -> torch.Tensor:
+    """The high 32 bits read as signed: a uniform int in [-2**31, 2**31) (one operation)."""
+    return bits >> 32
 
 
-def row_keys(tokens: torch.Tensor, rows: torch.Tensor, positions: torch.Tensor,
-             count: int, salt: int) -> torch.Tensor:  # fmt: skip
-    """One key per row from its tokens, their order and ``salt``: equal rows, equal keys.
+def threshold(probability: float, *, signed: bool = False) -> int:
+    """The bound under which a 32-bit word (``signed_high_word`` when ``signed``) falls with
+    ``probability`` (to 2**-32)."""
+    return round(probability * _WORD) - (_WORD // 2 if signed else 0)
 
-    ``tokens``, ``rows`` and ``positions`` are flat: each token, the row it belongs to, and its
-    place in that row.
+
+def unit(word: torch.Tensor) -> torch.Tensor:
+    """A 32-bit word as a uniform float64 in [0, 1)."""
+    return word.to(torch.float64) * (1.0 / _WORD)
+
+
+class _PositionTables:
+    """Per-position constants, computed once for the longest length seen so far."""
+
+    def __init__(self) -> None:
+        self._length = 0
+        self.weights = torch.zeros(0, dtype=torch.int64)
+        self.counters: list[torch.Tensor] = []
+
+    def grow(self, length: int) -> None:
+        if length <= self._length:
+            return
+        size = max(length, 2 * self._length, 512)
+        places = torch.arange(size)
+        # Odd multipliers for hashing a row's tokens, one per place.
+        self.weights = mix((places + 1) * as_int64(_GAMMA)) | 1
+        # Each stream's counter term of ``draw`` for each place.
+        self.counters = [(places * _STREAMS + (s + 1)) * as_int64(_GAMMA) for s in Stream]
+        self._length = size
+
+
+_TABLES = _PositionTables()
+
+
+def _at(table: torch.Tensor, places: torch.Tensor) -> torch.Tensor:
+    """``table[places]`` (0 over the padding, where places are negative)."""
+    if places.shape[0] == 1 and int(places[0, 0]) == 0:
+        # Places rise by one along a row: a single row starting at 0 is 0, 1, 2, ...
+        return table[: places.shape[1]][None, :]
+    return table[places.clamp(min=0)]
+
+
+def row_keys(tokens: torch.Tensor, places: torch.Tensor, real: torch.Tensor,
+             salt: int) -> torch.Tensor:  # fmt: skip
+    """One key per row of ``tokens`` (rows, length) from its real tokens, their order and
+    ``salt``: equal token sequences get equal keys, wherever they sit in a padded batch.
+
+    ``places`` holds each column's place in its own row (one shared row 0, 1, 2, ... when the
+    batch is padded on the right); ``real`` marks the tokens that are not padding. The key is
+    a sum of (token + 1) times a fixed random odd multiplier per place, plus the salt: keys of
+    different rows differ by pseudo-random 64-bit amounts, and ``draw`` mixes each key with
+    each counter, so rows share no part of their streams but with chance about 2**-50.
     """
-    hashed = mix(tokens + positions * as_int64(_GAMMA))
-    sums = torch.zeros(count, dtype=torch.int64).index_add_(0, rows, hashed)
-    return mix(sums + as_int64(salt))
+    _TABLES.grow(tokens.shape[1])
+    hashed = torch.where(real, (tokens + 1) * _at(_TABLES.weights, places), 0)
+    return hashed.sum(1).add_(as_int64(salt))
+
+
+def draw_at(keys: torch.Tensor, places: torch.Tensor, stream: Stream) -> torch.Tensor:
+    """``draw(keys[:, None], places, stream)``, with the counters from a table."""
+    _TABLES.grow(places.shape[1])
+    return mix(_at(_TABLES.counters[stream], places) + keys[:, None])
 
 
 def salt_of(*parts: object) -> int:

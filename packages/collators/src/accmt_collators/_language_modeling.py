@@ -10,6 +10,7 @@ import torch
 from ._base import is_token_sequence
 from ._errors import CollatorError
 from ._features import GroupPadder, PaddedGroup
+from ._keyed_random import row_keys
 from ._masking import TokenMasking, continues_by_offsets, word_starts
 from ._padding import PaddingPlan
 from ._plain import Path, place
@@ -19,7 +20,7 @@ from ._tokenizer import (
     MaskingTokenizer,
     continuation_flags,
     mask_token_id,
-    special_token_ids,
+    special_ids_tensor,
     vocabulary_size,
 )
 
@@ -122,15 +123,19 @@ class DataCollatorForLanguageModeling(SeededCollator):
     ) -> dict[str, Any]:
         group = self.padder.pad(features, path, leave=_MASKING_ONLY)
         fields = group.fields
+        ids = fields["input_ids"]
         if self._masking is None:
-            fields["labels"] = self._causal_labels(fields["input_ids"])
+            fields["labels"] = self._causal_labels(ids)
             return fields
-        special = self._special(features, group, path)
-        starts = self._word_starts(features, group, special, path) if self.whole_word_mask else None
-        new_ids, labels = self._masking.apply(group.ids, special, starts, self.seeding.salt(path))
-        fields["input_ids"][group.real] = new_ids
-        fields["labels"] = torch.full_like(fields["input_ids"], -100)
-        fields["labels"][group.real] = labels
+        places = group.ids.places(group.length, group.side)
+        eligible = group.real & ~self._special(features, group, path)
+        keys = row_keys(ids, places, group.real, self.seeding.salt(path))
+        starts = None
+        if self.whole_word_mask:
+            starts = word_starts(places, eligible, self._continues_word(features, group, path))
+        fields["input_ids"], fields["labels"] = self._masking.apply(
+            ids, keys, places, eligible, starts
+        )
         return fields
 
     def _causal_labels(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -143,29 +148,28 @@ class DataCollatorForLanguageModeling(SeededCollator):
     def _special(
         self, features: Sequence[Mapping[str, Any]], group: PaddedGroup, path: Path
     ) -> torch.Tensor:
-        """Flat: which tokens are special (never masked)."""
+        """(rows, length): which tokens are special, never to be masked."""
         if "special_tokens_mask" in features[0]:
-            return self._alongside(features, "special_tokens_mask", group, path).values.bool()
-        return torch.isin(group.ids.values, torch.tensor(special_token_ids(self.tokenizer)))
+            rows = self._alongside(features, "special_tokens_mask", group, path)
+            return rows.padded(group.real, 1).bool()
+        ids = group.fields["input_ids"]
+        return torch.isin(ids, special_ids_tensor(self.tokenizer))
 
-    def _word_starts(
-        self,
-        features: Sequence[Mapping[str, Any]],
-        group: PaddedGroup,
-        special: torch.Tensor,
-        path: Path,
+    def _continues_word(
+        self, features: Sequence[Mapping[str, Any]], group: PaddedGroup, path: Path
     ) -> torch.Tensor:
+        """(rows, length): which tokens continue the word of the token before them."""
         if "offset_mapping" in features[0]:
-            offsets = self._alongside(features, "offset_mapping", group, path).values
-            return word_starts(group.ids, special, continues_by_offsets(offsets))
+            offsets = self._alongside(features, "offset_mapping", group, path)
+            return continues_by_offsets(offsets.padded(group.real, 0))
         table = self._continuation_table()
-        ids = group.ids.values
+        ids = group.fields["input_ids"]
         if ids.numel() and int(ids.max()) >= len(table):
             raise CollatorError(
                 f"{self._owner}: samples[*]{place((*path, 'input_ids'))} hold id "
                 f"{int(ids.max())}, outside the tokenizer's vocabulary of {len(table)}"
             )
-        return word_starts(group.ids, special, table[ids])
+        return table[ids]
 
     def _continuation_table(self) -> torch.Tensor:
         """For each id, whether it continues a word (WordPiece's '##'), read once."""
@@ -178,10 +182,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
     def _alongside(
         self, features: Sequence[Mapping[str, Any]], key: str, group: PaddedGroup, path: Path
     ) -> Ragged:
-        rows = Ragged.from_rows(
-            self.padder.column(features, key, path),
-            f"{self._owner}: samples[*]{place((*path, key))}",
-        )
+        rows = Ragged.from_rows(self.padder.column(features, key, path), self._owner, (*path, key))
         if not rows.same_lengths_as(group.ids):
             raise CollatorError(f"{self._owner}: samples[*]{place((*path, key))} must have one "
                                 "entry per token of input_ids")  # fmt: skip

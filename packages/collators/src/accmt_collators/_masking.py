@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._keyed_random import Stream, below, draw, high_unit, low_unit, row_keys
-from ._ragged import Ragged
+from ._keyed_random import Stream, draw_at, low_word, signed_high_word, threshold
 
 
 class TokenMasking:
@@ -13,8 +12,8 @@ class TokenMasking:
     the mask token with ``mask_replace_prob``, a random token with ``random_replace_prob``,
     and stays as it is otherwise (0.8 / 0.1 / 0.1 by default).
 
-    Every draw is a function of (salt, the sample's tokens, the token's position), so a sample
-    is masked alike whichever batch, worker or process collates it.
+    Each token's draw is a function of its sample's key and its place in the sample, so a
+    sample is masked alike whichever batch, worker or process collates it.
     """
 
     def __init__(
@@ -25,56 +24,65 @@ class TokenMasking:
         mask_token_id: int,
         vocabulary_size: int,
     ) -> None:
-        self.probability = probability
-        self.mask_replace_prob = mask_replace_prob
-        self.random_replace_prob = random_replace_prob
         self.mask_token_id = mask_token_id
         self.vocabulary_size = vocabulary_size
+        self._chosen_below = threshold(probability)
+        self._masked_below = threshold(mask_replace_prob, signed=True)
+        self._random_below = threshold(mask_replace_prob + random_replace_prob, signed=True)
 
     def apply(
-        self, ids: Ragged, protected: torch.Tensor, word_start: torch.Tensor | None, salt: int
+        self,
+        ids: torch.Tensor,
+        keys: torch.Tensor,
+        positions: torch.Tensor,
+        eligible: torch.Tensor,
+        word_start: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The new ids and the labels (-100 where not chosen), flat like ``ids.values``.
+        """The new ids and the labels (-100 where not chosen) of padded ``ids`` (rows, length).
 
-        ``protected`` marks the tokens never chosen (special tokens). ``word_start`` gives, for
-        whole-word masking, the index of each token's word's first token, whose draw decides
-        for the whole word.
+        ``keys`` has one key per row, ``positions`` each token's place in its row, and
+        ``eligible`` marks the tokens that may be chosen (not padding, not special). For
+        whole-word masking, ``word_start`` gives the column of each token's word's first
+        token, whose draw decides for the whole word.
         """
-        rows, positions = ids.rows_and_positions()
-        token_keys = row_keys(ids.values, rows, positions, len(ids.lengths), salt)[rows]
-        bits = draw(token_keys, positions, Stream.TOKEN)
-        chance = low_unit(bits)
+        bits = draw_at(keys, positions, Stream.TOKEN)
+        chance = low_word(bits)
         if word_start is not None:
-            chance = chance[word_start]
-        chosen = (chance < self.probability) & ~protected
-        kind = high_unit(bits)
-        to_mask = chosen & (kind < self.mask_replace_prob)
-        new_ids = torch.where(to_mask, self.mask_token_id, ids.values)
-        if self.random_replace_prob > 0:
-            to_random = chosen & ~to_mask
-            to_random &= kind < self.mask_replace_prob + self.random_replace_prob
-            where = to_random.nonzero().squeeze(1)
-            replacement = draw(token_keys[where], positions[where], Stream.REPLACEMENT)
-            new_ids[where] = below(replacement, self.vocabulary_size)
-        labels = torch.where(chosen, ids.values, -100)
-        return new_ids, labels
+            chance = chance.gather(1, word_start)
+        chosen = (chance < self._chosen_below) & eligible
+        kind = signed_high_word(bits)
+        to_mask = chosen & (kind < self._masked_below)
+        new_ids = torch.where(to_mask, self.mask_token_id, ids)
+        if self._random_below > self._masked_below:
+            # Given a random replacement, ``kind`` is uniform over [masked, random): its place
+            # there picks the token (over 2**28 values for the default 0.1; bias < V / 2**28).
+            to_random = chosen & (kind >= self._masked_below) & (kind < self._random_below)
+            width = self._random_below - self._masked_below
+            token = (kind - self._masked_below) * self.vocabulary_size // width
+            new_ids = torch.where(to_random, token, new_ids)
+        return new_ids, torch.where(chosen, ids, -100)
 
 
-def word_starts(ids: Ragged, special: torch.Tensor, continues_word: torch.Tensor) -> torch.Tensor:
-    """For each token, the flat index of the first token of its word.
+def word_starts(
+    positions: torch.Tensor, eligible: torch.Tensor, continues_word: torch.Tensor
+) -> torch.Tensor:
+    """(rows, length): for each token, the column of the first token of its word.
 
-    ``continues_word`` (flat, bool) says which tokens belong to the word of the token before
-    them; a sample's first token, and a token after a special one, always start a word.
-    Special tokens are words of their own (and are never chosen).
+    ``continues_word`` says which tokens belong to the word of the token before them; a
+    sample's first token, and a token after an ineligible one (special), always start a word.
+    Ineligible tokens are never chosen, so their own entry does not matter.
     """
-    _, positions = ids.rows_and_positions()
-    after_special = torch.roll(special, 1)
-    starts = ~special & (~continues_word | after_special | (positions == 0))
-    index = torch.where(starts, torch.arange(len(starts)), -1)
-    return torch.cummax(index, dim=0).values.clamp_(min=0)
+    after_ineligible = ~torch.roll(eligible, 1, dims=1)
+    starts = eligible & (~continues_word | after_ineligible | (positions == 0))
+    columns = torch.arange(starts.shape[1]).expand_as(starts)
+    index = torch.where(starts, columns, -1)
+    return torch.cummax(index, dim=1).values.clamp_(min=0)
 
 
 def continues_by_offsets(offsets: torch.Tensor) -> torch.Tensor:
-    """transformers 5's rule: a token continues a word when it starts where the last ended."""
-    previous_end = torch.roll(offsets[:, 1], 1)
-    return offsets[:, 0] == previous_end
+    """transformers 5's rule: a token continues a word when it starts where the last ended.
+
+    ``offsets`` is (rows, length, 2): each token's start and end in its text.
+    """
+    previous_end = torch.roll(offsets[..., 1], 1, dims=1)
+    return offsets[..., 0] == previous_end

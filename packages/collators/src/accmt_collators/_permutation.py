@@ -10,12 +10,12 @@ import torch
 from ._base import is_token_sequence
 from ._errors import CollatorError
 from ._features import GroupPadder
-from ._keyed_random import Stream, draw, high_unit, low_unit, row_keys
+from ._keyed_random import Stream, draw, high_word, low_word, row_keys, unit
 from ._padding import PaddingPlan, optional_positive
 from ._plain import Path, place
 from ._ragged import Ragged
 from ._seeding import SeededCollator
-from ._tokenizer import MaskingTokenizer, mask_token_id, special_token_ids
+from ._tokenizer import MaskingTokenizer, mask_token_id, special_ids_tensor
 
 
 class DataCollatorForPermutationLanguageModeling(SeededCollator):
@@ -80,10 +80,9 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
                 "tokens, but permutation language modeling needs an even length (XLNet's two "
                 "halves); pass pad_to_multiple_of=2"
             )
-        rows, positions = group.ids.rows_and_positions()
-        keys = row_keys(group.ids.values, rows, positions, len(group.ids.lengths),
-                        self.seeding.salt(path))  # fmt: skip
-        functional = torch.isin(inputs, torch.tensor(special_token_ids(self.tokenizer)))
+        places = group.ids.places(length, group.side)
+        keys = row_keys(inputs, places, group.real, self.seeding.salt(path))
+        functional = torch.isin(inputs, special_ids_tensor(self.tokenizer))
         pad = getattr(self.tokenizer, "pad_token_id", None)
         if pad is not None:
             functional |= inputs == pad
@@ -94,9 +93,13 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         inputs[masked] = self.mask_token_id
         order = self._factorisation_order(keys, length)
         order.masked_fill_(~masked & ~functional, -1)
-        perm_mask = (order[:, :, None] <= order[:, None, :]) & masked[:, None, :]
-        target_mapping = torch.eye(length).expand(len(keys), length, length).clone()
-        return {"input_ids": inputs, "perm_mask": perm_mask.float(),
+        # perm_mask[j, k] = order[j] <= order[k] and k masked, written once as float32:
+        # seen[k] - order[j] >= 1 exactly then (unmasked k get seen -1; orders are >= -1).
+        order_f = order.to(torch.float32)
+        seen = torch.where(masked, order_f, -2.0).add_(1)
+        perm_mask = (seen[:, None, :] - order_f[:, :, None]).clamp_(0, 1)
+        target_mapping = torch.eye(length).repeat(len(keys), 1, 1)
+        return {"input_ids": inputs, "perm_mask": perm_mask,
                 "target_mapping": target_mapping, "labels": labels}  # fmt: skip
 
     def _spans(self, ids: Ragged, keys: torch.Tensor) -> torch.Tensor:
@@ -106,10 +109,10 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         most = longest // int(1 / self.plm_probability) + 1
         bits = draw(keys[:, None], torch.arange(most)[None, :], Stream.SPAN)
         assert self.max_span_length is not None
-        span = 1 + (low_unit(bits) * self.max_span_length).to(torch.int64)
+        span = 1 + (unit(low_word(bits)) * self.max_span_length).to(torch.int64)
         stretch = (span.to(torch.float64) / self.plm_probability).to(torch.int64)
         begin = stretch.cumsum(1) - stretch
-        start = begin + (high_unit(bits) * (stretch - span + 1)).to(torch.int64)
+        start = begin + (unit(high_word(bits)) * (stretch - span + 1)).to(torch.int64)
         lengths = torch.tensor(ids.lengths)
         used = (begin < lengths[:, None]).to(torch.int64)
         edges = torch.zeros((len(keys), longest + 1), dtype=torch.int64)

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-import itertools
+import array
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from ._errors import CollatorError
+from ._plain import Path, place
 from ._tokenizer import PaddingSide
 
 
 class Ragged:
     """A batch of rows (token ids, labels, offsets) stored as one tensor of all their items.
 
-    ``values[starts[i]:starts[i] + lengths[i]]`` is row ``i``. Padding places all values at
-    once through a boolean mask of the real positions, never row by row in Python.
+    Padding places all values at once through a boolean mask of the real positions, never
+    row by row in Python.
     """
 
     def __init__(self, values: torch.Tensor, lengths: list[int]) -> None:
@@ -24,44 +25,54 @@ class Ragged:
         self.lengths = lengths
 
     @classmethod
-    def from_rows(cls, rows: Sequence[Any], what: str) -> Ragged:
-        """Rows given as lists of ints, numpy arrays or tensors; ``what`` names them in errors."""
+    def from_rows(cls, rows: Sequence[Any], owner: str, path: Path) -> Ragged:
+        """Rows given as lists of ints, numpy arrays or tensors: ``samples[*]{path}`` of the
+        collator ``owner`` (which errors name)."""
         try:
-            if all(isinstance(row, (list, tuple)) for row in rows):
+            if isinstance(rows[0], (list, tuple)):
                 return cls._from_lists(rows)
             tensors = [torch.as_tensor(row) for row in rows]
             lengths = [len(tensor) for tensor in tensors]
             return cls(torch.cat(tensors).to(torch.int64), lengths)
-        except (TypeError, ValueError, RuntimeError) as error:
-            raise CollatorError(f"{what}: cannot be read as rows of integers ({error})") from error
+        except (TypeError, ValueError, RuntimeError, OverflowError) as error:
+            raise CollatorError(f"{owner}: samples[*]{place(path)} cannot be read as rows of "
+                                f"integers ({error})") from error  # fmt: skip
 
     @classmethod
     def _from_lists(cls, rows: Sequence[Sequence[Any]]) -> Ragged:
         lengths = [len(row) for row in rows]
-        values = torch.tensor(list(itertools.chain.from_iterable(rows)), dtype=torch.int64)
-        if values.numel() == 0 and values.dim() == 1:
-            # Every row empty: nothing says what an item's shape is; a token is a scalar.
-            values = values.reshape(0)
-        return cls(values, lengths)
+        try:
+            # Python ints to int64 in C, row by row, then shared with torch without a copy
+            # (a row of another kind, a tensor say, is iterated: slower, still right).
+            items = array.array("q")
+            for row in rows:
+                items.extend(row)
+        except TypeError:  # rows of pairs (offset_mapping), or of floats
+            flat = [item for row in rows for item in row]
+            return cls(torch.tensor(flat, dtype=torch.int64), lengths)
+        if not items:
+            return cls(torch.zeros(0, dtype=torch.int64), lengths)
+        return cls(torch.frombuffer(items, dtype=torch.int64), lengths)
 
     @property
     def longest(self) -> int:
         return max(self.lengths, default=0)
 
-    def rows_and_positions(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """For each item: the row it belongs to, and its place in that row (both flat)."""
-        lengths = torch.tensor(self.lengths)
-        rows = torch.repeat_interleave(torch.arange(len(self.lengths)), lengths)
-        starts = torch.repeat_interleave(lengths.cumsum(0) - lengths, lengths)
-        return rows, torch.arange(len(rows)) - starts
-
     def real_positions(self, length: int, side: PaddingSide) -> torch.Tensor:
         """(rows, length) bool: True where a row's own items sit once padded to ``length``."""
         lengths = torch.tensor(self.lengths)
-        positions = torch.arange(length)
+        columns = torch.arange(length)
         if side == "right":
-            return positions < lengths[:, None]
-        return positions >= (length - lengths)[:, None]
+            return columns < lengths[:, None]
+        return columns >= (length - lengths)[:, None]
+
+    def places(self, length: int, side: PaddingSide) -> torch.Tensor:
+        """Each padded column's place in its own row: (1, length) when padded on the right,
+        (rows, length) on the left (negative over the padding)."""
+        columns = torch.arange(length)[None, :]
+        if side == "right":
+            return columns
+        return columns - (length - torch.tensor(self.lengths))[:, None]
 
     def padded(self, real: torch.Tensor, value: int) -> torch.Tensor:
         """(rows, length, ...) with ``value`` wherever ``real`` (from real_positions) is False."""

@@ -62,7 +62,7 @@ class DataCollatorForSeq2Seq(PaddingCollator):
         if missing:
             raise CollatorError(f"{self._owner}: samples[{missing[0]}]{place(path)} is None, "
                                 "but other samples have labels")  # fmt: skip
-        rows = Ragged.from_rows(labels, f"{self._owner}: samples[*]{place(path)}")
+        rows = Ragged.from_rows(labels, self._owner, path)
         if not self.plan.pads and len(set(rows.lengths)) > 1:
             raise CollatorError(
                 f"{self._owner}: padding=False, but samples[*]{place(path)} have different "

@@ -41,7 +41,7 @@ class DataCollatorForTokenClassification(PaddingCollator):
             return self.padder.pad(features, path).fields
         group = self.padder.pad(features, path, leave=(name,))
         labels = Ragged.from_rows(
-            self.padder.column(features, name, path), f"{self._owner}: labels"
+            self.padder.column(features, name, path), self._owner, (*path, name)
         )
         if labels.longest > group.length:
             index = labels.lengths.index(labels.longest)

@@ -7,8 +7,11 @@ transformers).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
+
+import torch
 
 from ._errors import CollatorError
 
@@ -98,6 +101,16 @@ def special_token_ids(tokenizer: Any) -> list[int]:
         return [int(token) for token in listed]
     found = (getattr(tokenizer, name, None) for name in _SPECIAL_ID_ATTRIBUTES)
     return sorted({token for token in found if isinstance(token, int) and token >= 0})
+
+
+def special_ids_tensor(tokenizer: Any) -> torch.Tensor:
+    """``special_token_ids`` as a tensor, made once per distinct set of ids."""
+    return _as_tensor(tuple(special_token_ids(tokenizer)))
+
+
+@functools.lru_cache(maxsize=64)
+def _as_tensor(ids: tuple[int, ...]) -> torch.Tensor:
+    return torch.tensor(ids, dtype=torch.int64)
 
 
 def vocabulary_size(tokenizer: Any, owner: str) -> int:

@@ -6,9 +6,11 @@ collated first: its DataLoader worker, its shard on N processes, or the batches 
 skipped. Here each number is a pure function of (key, counter, stream), computed for all tokens
 of a batch with a few integer tensor operations: the SplitMix64 output function (Steele, Lea
 and Flood, "Fast splittable pseudorandom number generators", 2014; the generator of Java's
-SplittableRandom) applied to ``key + counter * gamma``. torch has no counter-based generator
-on the CPU to call instead. int64 arithmetic wraps modulo 2**64, which is the uint64
-arithmetic SplitMix64 is written in; a test checks the outputs against the reference.
+SplittableRandom) applied to ``key + counter * gamma``, where the key is a hash of one
+sample's tokens (and the seed and epoch) and the counter a token's place in it. torch has no
+counter-based generator on the CPU to call instead. int64 arithmetic wraps modulo 2**64, which
+is the uint64 arithmetic SplitMix64 is written in; a test checks the outputs against the
+reference.
 """
 
 from __future__ import annotations
@@ -44,15 +46,21 @@ def as_int64(value: int) -> int:
 
 def _shift_right(z: torch.Tensor, shift: int) -> torch.Tensor:
     """Logical (unsigned) right shift of int64 values: torch's >> copies the sign bit."""
-    return (z >> shift) & ((1 << (64 - shift)) - 1)
+    shifted = z >> shift
+    shifted &= (1 << (64 - shift)) - 1
+    return shifted
+
+
+# The multipliers as the int64 values torch multiplies by (same bits, wrapping alike).
+_SIGNED = tuple(as_int64(multiplier) for multiplier in _MULTIPLIERS)
 
 
 def mix(z: torch.Tensor) -> torch.Tensor:
     """SplitMix64's output function, in place on an int64 tensor, which it returns."""
     z ^= _shift_right(z, _SHIFTS[0])
-    z *= as_int64(_MULTIPLIERS[0])
+    z *= _SIGNED[0]
     z ^= _shift_right(z, _SHIFTS[1])
-    z *= as_int64(_MULTIPLIERS[1])
+    z *= _SIGNED[1]
     z ^= _shift_right(z, _SHIFTS[2])
     return z
 
@@ -126,9 +134,10 @@ def row_keys(tokens: torch.Tensor, places: torch.Tensor, real: torch.Tensor,
 
     ``places`` holds each column's place in its own row (one shared row 0, 1, 2, ... when the
     batch is padded on the right); ``real`` marks the tokens that are not padding. The key is
-    a sum of (token + 1) times a fixed random odd multiplier per place, plus the salt: keys of
-    different rows differ by pseudo-random 64-bit amounts, and ``draw`` mixes each key with
-    each counter, so rows share no part of their streams but with chance about 2**-50.
+    a sum of (token + 1) times a fixed random odd multiplier per place, plus the salt. Keys of
+    different rows differ by pseudo-random 64-bit amounts and ``draw`` mixes each key with
+    each counter, so two rows' draws coincide only if their keys differ by one of the few
+    thousand multiples of gamma that separate two counters: a chance of about 2**-50.
     """
     _TABLES.grow(tokens.shape[1])
     hashed = torch.where(real, (tokens + 1) * _at(_TABLES.weights, places), 0)

@@ -49,17 +49,20 @@ class TokenMasking:
         chance = low_word(bits)
         if word_start is not None:
             chance = chance.gather(1, word_start)
-        chosen = (chance < self._chosen_below) & eligible
+        chosen = chance < self._chosen_below
+        chosen &= eligible
         kind = signed_high_word(bits)
-        to_mask = chosen & (kind < self._masked_below)
-        new_ids = torch.where(to_mask, self.mask_token_id, ids)
+        new_ids = ids
         if self._random_below > self._masked_below:
             # Given a random replacement, ``kind`` is uniform over [masked, random): its place
             # there picks the token (over 2**28 values for the default 0.1; bias < V / 2**28).
-            to_random = chosen & (kind >= self._masked_below) & (kind < self._random_below)
+            # The tokens below ``masked`` it also covers become the mask token just after.
             width = self._random_below - self._masked_below
             token = (kind - self._masked_below) * self.vocabulary_size // width
-            new_ids = torch.where(to_random, token, new_ids)
+            new_ids = torch.where(chosen & (kind < self._random_below), token, ids)
+        to_mask = kind < self._masked_below
+        to_mask &= chosen
+        new_ids = torch.where(to_mask, self.mask_token_id, new_ids)
         return new_ids, torch.where(chosen, ids, -100)
 
 

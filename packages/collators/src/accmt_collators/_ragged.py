@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,18 +42,26 @@ class Ragged:
     @classmethod
     def _from_lists(cls, rows: Sequence[Sequence[Any]]) -> Ragged:
         lengths = [len(row) for row in rows]
+        first = next((row[0] for row in rows if len(row)), None)
+        # Items may be pairs themselves (offset_mapping): each row is then flattened too.
+        width = len(first) if isinstance(first, (list, tuple)) else 0
         try:
             # Python ints to int64 in C, row by row, then shared with torch without a copy
             # (a row of another kind, a tensor say, is iterated: slower, still right).
             items = array.array("q")
             for row in rows:
-                items.extend(row)
-        except TypeError:  # rows of pairs (offset_mapping), or of floats
+                items.extend(itertools.chain.from_iterable(row) if width else row)
+        except TypeError:  # floats, or items of uneven shapes: torch says what is wrong
             flat = [item for row in rows for item in row]
             return cls(torch.tensor(flat, dtype=torch.int64), lengths)
         if not items:
-            return cls(torch.zeros(0, dtype=torch.int64), lengths)
-        return cls(torch.frombuffer(items, dtype=torch.int64), lengths)
+            return cls(torch.zeros((0, width) if width else 0, dtype=torch.int64), lengths)
+        values = torch.frombuffer(items, dtype=torch.int64)
+        if width:
+            if len(values) != width * sum(lengths):
+                raise ValueError(f"items are not all {width} long")
+            values = values.reshape(-1, width)
+        return cls(values, lengths)
 
     @property
     def longest(self) -> int:

@@ -50,7 +50,8 @@ class DataCollatorForTokenClassification(PaddingCollator):
                 f"labels, more than the {group.length} positions the inputs are padded to"
                 + (f" (max_length={self.max_length})" if self.max_length else "")
             )
-        real = labels.real_positions(group.length, group.side)
+        same = labels.same_lengths_as(group.ids)  # one label per token: the inputs' places
+        real = group.real if same else labels.real_positions(group.length, group.side)
         group.fields[name] = labels.padded(real, self.label_pad_token_id)
         return group.fields
 

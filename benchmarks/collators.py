@@ -115,7 +115,7 @@ def main() -> None:
         for count in BATCHES:
             for length in LENGTHS:
                 batch = samples(name, count, length, len(tok), rng)
-                repeats = 5 if count * length > 20_000 else 15
+                repeats = 7 if count * length > 20_000 else 41
                 runs = {
                     "ours": lambda c=ours, b=batch: c(b),
                     "theirs": lambda c=theirs, b=batch: c(b),

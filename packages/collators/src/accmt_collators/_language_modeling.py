@@ -36,8 +36,8 @@ class DataCollatorForLanguageModeling(SeededCollator):
     token becomes the mask token with ``mask_replace_prob`` (0.8), a random token with
     ``random_replace_prob`` (0.1), and stays otherwise; ``labels`` hold the original token
     where chosen and -100 elsewhere. With ``mlm=False`` the labels are the inputs, -100
-    wherever the token is the pad token, as in transformers (a model shifts them itself). ``whole_word_mask=True`` chooses whole words (see
-    :class:`DataCollatorForWholeWordMask`).
+    wherever the token is the pad token, as in transformers (a model shifts them itself).
+    ``whole_word_mask=True`` chooses whole words (see :class:`DataCollatorForWholeWordMask`).
 
     Samples are tokenized mappings (nested in dicts, tuples and lists as in accmt 1.x), or
     bare token sequences (lists of ints, 1-D tensors or arrays). A ``special_tokens_mask`` in

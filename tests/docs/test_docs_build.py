@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["decorators", "state", "callbacks", "metrics", "trainer"]
+PACKAGES = ["decorators", "state", "callbacks", "metrics", "trainer", "collators"]
 
 # A few names each API page must document, with the anchor mkdocstrings gives them.
 EXPECTED = {
@@ -20,6 +20,7 @@ EXPECTED = {
     "callbacks": ["Callback", "CallbackHandler", "EarlyStopping"],
     "metrics": ["Metric", "Accuracy", "F1"],
     "trainer": ["Trainer", "AcceleratorModule", "HyperParameters"],
+    "collators": ["DataCollatorWithPadding", "DataCollatorForLanguageModeling", "CollatorError"],
 }
 
 

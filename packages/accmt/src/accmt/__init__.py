@@ -1,11 +1,13 @@
 """accmt: a PyTorch training framework on HuggingFace Accelerate.
 
 This meta-package only re-exports its parts (accmt-decorators, accmt-state, accmt-callbacks,
-accmt-metrics, accmt-trainer), so that ``from accmt import Trainer`` and accmt 1.x's import
-paths keep working. Importing it builds nothing: no Accelerator, no process group.
+accmt-metrics, accmt-trainer, accmt-collators), so that ``from accmt import Trainer`` and
+accmt 1.x's import paths keep working. Importing it builds nothing: no Accelerator, no
+process group.
 """
 
 import accmt_callbacks as _callbacks
+import accmt_collators as _collators
 import accmt_decorators as _decorators
 import accmt_metrics as _metrics
 import accmt_state as _state
@@ -13,6 +15,7 @@ import accmt_trainer as _trainer
 
 # Every public name of every part, so that a name a part adds is here without an edit.
 from accmt_callbacks import *  # noqa: F403
+from accmt_collators import *  # noqa: F403
 from accmt_decorators import *  # noqa: F403
 from accmt_metrics import *  # noqa: F403
 from accmt_state import *  # noqa: F403
@@ -32,3 +35,4 @@ __all__ += _state.__all__
 __all__ += _callbacks.__all__
 __all__ += _metrics.__all__
 __all__ += _trainer.__all__
+__all__ += _collators.__all__

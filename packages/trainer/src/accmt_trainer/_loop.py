@@ -175,6 +175,11 @@ class TrainingLoop:
         """This epoch's batches, past those a resumed run already consumed."""
         loader = self.run.train_loader
         loader.set_epoch(self.state.epoch)
+        # A collate_fn whose randomness follows the epoch (accmt-collators' masking ones)
+        # learns it here, before the iterator copies it into DataLoader workers.
+        set_collate_epoch = getattr(loader.collate_fn, "set_epoch", None)
+        if callable(set_collate_epoch):
+            set_collate_epoch(self.state.epoch)
         done = self.state.batches_seen_in_epoch
         # Skips by index where the sampler allows: skipped samples are never loaded.
         return self.run.accelerator.skip_first_batches(loader, done) if done else loader

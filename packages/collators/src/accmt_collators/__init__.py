@@ -1,0 +1,30 @@
+"""Padding and masking data collators for token sequences, on torch alone.
+
+The six DataCollators of accmt 1.x, with transformers' arguments and defaults but without
+transformers: a tokenizer is anything with the attributes a collator reads (see
+:class:`PaddingTokenizer` and :class:`MaskingTokenizer`). Samples may nest tokenized mappings
+(those holding ``input_ids``) in dicts, tuples and lists; each is padded on its own, the rest
+goes through torch's ``default_collate``. Padding and masking are tensor operations over the
+whole batch. The masking collators' randomness is a function of (seed, epoch, sample), so a
+resumed, re-sharded or multi-worker run masks exactly the tokens the uninterrupted run did.
+"""
+
+from ._errors import CollatorError
+from ._language_modeling import DataCollatorForLanguageModeling, DataCollatorForWholeWordMask
+from ._permutation import DataCollatorForPermutationLanguageModeling
+from ._seq2seq import DataCollatorForSeq2Seq
+from ._token_classification import DataCollatorForTokenClassification
+from ._tokenizer import MaskingTokenizer, PaddingTokenizer
+from ._with_padding import DataCollatorWithPadding
+
+__all__ = [
+    "CollatorError",
+    "DataCollatorForLanguageModeling",
+    "DataCollatorForPermutationLanguageModeling",
+    "DataCollatorForSeq2Seq",
+    "DataCollatorForTokenClassification",
+    "DataCollatorForWholeWordMask",
+    "DataCollatorWithPadding",
+    "MaskingTokenizer",
+    "PaddingTokenizer",
+]

@@ -1,0 +1,97 @@
+"""What the six collators share: the walk through nested samples, and their checks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._errors import CollatorError
+from ._features import GroupPadder
+from ._nesting import StructureWalk
+from ._padding import PaddingPlan
+from ._plain import Path
+from ._tokenizer import PaddingTokenizer, pad_token_id
+
+
+class Collator:
+    """A callable from a list of samples to a batch.
+
+    Samples may nest tokenized mappings (those holding ``input_ids``) inside dicts, tuples
+    and lists; each such place is collated by the subclass on its own, everything else by
+    torch's ``default_collate``.
+    """
+
+    def __init__(self, tokenizer: Any, return_tensors: str) -> None:
+        if return_tensors != "pt":
+            raise CollatorError(f"{self._owner}: return_tensors must be 'pt' (accmt-collators "
+                                f"returns torch tensors), got {return_tensors!r}")  # fmt: skip
+        self.tokenizer = tokenizer
+        self.return_tensors = return_tensors
+
+    @property
+    def _owner(self) -> str:
+        return type(self).__name__
+
+    def __call__(self, samples: Sequence[Any]) -> Any:
+        """Collate ``samples`` (a list of dataset items) into one batch."""
+        return StructureWalk(self._owner, self._collate_tokenized)(samples)
+
+    def _collate_tokenized(self, features: Sequence[Mapping[str, Any]], path: Path) -> Any:
+        raise NotImplementedError
+
+    def _check_probability(self, name: str, value: float, *, allow_zero: bool = True) -> float:
+        low_ok = value >= 0 if allow_zero else value > 0
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not low_ok
+            or value > 1
+        ):
+            interval = "[0, 1]" if allow_zero else "(0, 1]"
+            raise CollatorError(f"{self._owner}: {name} must be in {interval}, got {value!r}")
+        return float(value)
+
+    def __repr__(self) -> str:
+        options = ", ".join(f"{k}={v!r}" for k, v in self._options().items())
+        return f"{self._owner}({options})"
+
+    def _options(self) -> dict[str, Any]:
+        return {"tokenizer": self.tokenizer}
+
+
+def is_token_sequence(sample: Any) -> bool:
+    """A bare sequence of token ids: a list of ints, or a 1-D integer tensor or array.
+
+    The language-modeling collators take such samples as ``{'input_ids': sample}`` (as
+    transformers' do) rather than as a structure to walk.
+    """
+    if isinstance(sample, (list, tuple)):
+        return len(sample) > 0 and isinstance(sample[0], int) and not isinstance(sample[0], bool)
+    dtype = getattr(sample, "dtype", None)
+    is_float = getattr(dtype, "is_floating_point", None) or getattr(dtype, "kind", "") == "f"
+    return getattr(sample, "ndim", None) == 1 and dtype is not None and not is_float
+
+
+class PaddingCollator(Collator):
+    """A collator with transformers' padding options (the three padding-only collators)."""
+
+    def __init__(
+        self,
+        tokenizer: PaddingTokenizer,
+        padding: bool | str,
+        max_length: int | None,
+        pad_to_multiple_of: int | None,
+        return_tensors: str,
+    ) -> None:
+        super().__init__(tokenizer, return_tensors)
+        self.plan = PaddingPlan(self._owner, tokenizer, padding, max_length, pad_to_multiple_of)
+        self.padding = padding
+        self.max_length = max_length
+        self.pad_to_multiple_of = pad_to_multiple_of
+        self.padder = GroupPadder(self._owner, tokenizer, self.plan)
+        if self.plan.pads:
+            pad_token_id(tokenizer, self._owner)  # say now, not at the first ragged batch
+
+    def _options(self) -> dict[str, Any]:
+        return {**super()._options(), "padding": self.padding, "max_length": self.max_length,
+                "pad_to_multiple_of": self.pad_to_multiple_of}  # fmt: skip

@@ -25,6 +25,7 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 KEPT_AS_PINNED = {"torch"}
+REFERENCE_ONLY = ("transformers",)
 # The operators whose version is the lowest one allowed.
 LOWER_BOUNDS = (">=", "~=", "==")
 
@@ -84,6 +85,9 @@ def main() -> None:
         return
     pip = [sys.executable, "-m", "pip"]
     subprocess.run([*pip, "install", "--quiet", *wanted], check=True)
+    # transformers is a test-only reference and accmt-trainer's optional hf extra, not a
+    # declared dependency; its releases need a newer safetensors than accmt's minimum.
+    subprocess.run([*pip, "uninstall", "--quiet", "--yes", *REFERENCE_ONLY], check=True)
     subprocess.run([*pip, "check"], check=True)
 
 

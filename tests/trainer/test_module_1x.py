@@ -116,6 +116,7 @@ def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.transformers
 def test_from_hf_builds_a_module_whose_steps_return_the_model_loss(tiny_gpt2: Path) -> None:
     import transformers
 
@@ -134,6 +135,7 @@ def test_from_hf_builds_a_module_whose_steps_return_the_model_loss(tiny_gpt2: Pa
         AcceleratorModule.from_hf(tiny_gpt2, "NoSuchModel")
 
 
+@pytest.mark.transformers
 def test_a_from_hf_module_trains(tiny_gpt2: Path, tmp_path: Path) -> None:
     module = AcceleratorModule.from_hf(tiny_gpt2, "GPT2LMHeadModel")
     before = [p.detach().clone() for p in module.model.parameters()]
@@ -147,6 +149,7 @@ def test_a_from_hf_module_trains(tiny_gpt2: Path, tmp_path: Path) -> None:
     assert state.additional_metrics["validation"]["loss"] > 0
 
 
+@pytest.mark.transformers
 def test_from_hf_without_transformers_names_the_extra(
     tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

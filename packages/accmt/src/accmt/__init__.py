@@ -1,13 +1,14 @@
 """accmt: a PyTorch training framework on HuggingFace Accelerate.
 
 This meta-package only re-exports its parts (accmt-decorators, accmt-state, accmt-callbacks,
-accmt-metrics, accmt-trainer), so that ``from accmt import Trainer`` and accmt 1.x's import
-paths keep working. Importing it builds nothing: no Accelerator, no process group.
+accmt-metrics, accmt-trainer, accmt-search), so that ``from accmt import Trainer`` and accmt
+1.x's import paths keep working. Importing it builds nothing: no Accelerator, no process group.
 """
 
 import accmt_callbacks as _callbacks
 import accmt_decorators as _decorators
 import accmt_metrics as _metrics
+import accmt_search as _search
 import accmt_state as _state
 import accmt_trainer as _trainer
 
@@ -15,6 +16,7 @@ import accmt_trainer as _trainer
 from accmt_callbacks import *  # noqa: F403
 from accmt_decorators import *  # noqa: F403
 from accmt_metrics import *  # noqa: F403
+from accmt_search import *  # noqa: F403
 from accmt_state import *  # noqa: F403
 from accmt_trainer import *  # noqa: F403
 
@@ -26,3 +28,4 @@ __all__ += _state.__all__
 __all__ += _callbacks.__all__
 __all__ += _metrics.__all__
 __all__ += _trainer.__all__
+__all__ += _search.__all__

@@ -100,7 +100,10 @@ def _takes(owner: str, target: Any, argument: str) -> bool:
 
 def _space_name(key: str, origin: dict[str, str]) -> str:
     """The space's name for a HyperParameters error key (``optimizer_kwargs.lr`` came from
-    ``learning_rate``); the key itself when no parameter of the space set it."""
+    ``learning_rate``; an error about all of a scheduler's arguments is the scheduler's); the
+    key itself when no parameter of the space set it."""
+    if key in ("optimizer_kwargs", "scheduler_kwargs"):
+        return key.removesuffix("_kwargs")
     for setting, name in origin.items():
         if key == setting or key.startswith(f"{setting}."):
             return name

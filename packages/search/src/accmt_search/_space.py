@@ -112,11 +112,13 @@ class SearchSpace:
         """Parse ``given`` (name to value or spec) and add the 1.x defaults it does not replace."""
         where = None if file is None else os.fspath(file)
         flat = _flatten(given, where)
-        entries = {name: _parse(name, value, where) for name, value in flat.items()}
-        for name in entries:
+        for name in flat:
             _check_name(name, where)
+        entries = {name: _parse(name, value, where) for name, value in flat.items()}
         _check_conflicts(entries, where)
-        replaced = {TARGETS.get(name, name) for name in entries}
+        # A setting given by its own name (batch_size, optimizer_kwargs.lr) replaces the 1.x
+        # defaults that fill it.
+        replaced = {name for name in entries if name not in ONE_X_DEFAULTS}
         for name, default in ONE_X_DEFAULTS.items():
             if name not in entries and TARGETS.get(name, name) not in replaced:
                 entries[name] = default if isinstance(default, FloatRange) else Fixed(default)

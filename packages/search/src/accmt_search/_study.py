@@ -9,6 +9,7 @@ trial it repeats, and trains in that trial's folder, so it resumes from its chec
 from __future__ import annotations
 
 import importlib.util
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any, Literal
 
 import attrs
 import optuna
+import sqlalchemy.exc
 from optuna.storages import BaseStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
@@ -24,6 +26,7 @@ from ._errors import SearchConfigError, StudyError
 # A trial that kills its process every time (a crash in one configuration) is retried this
 # many times, then left failed; a new trial takes its place.
 MAX_RETRIES = 2
+_SCHEMA_ATTEMPTS = 5
 
 # The user attribute, one dict, that the search sets on each trial when it ends (one write:
 # each costs a commit): its "outcome" ("complete", "pruned", "failed", "interrupted", or
@@ -78,13 +81,22 @@ def make_storage(
             raise SearchConfigError(
                 f"optimize({name}=...): expected None or seconds >= 1, got {value!r}"
             )
-    return _quietly(  # type: ignore[no-any-return]
-        RDBStorage,
-        url,
-        heartbeat_interval=heartbeat_interval,
-        grace_period=grace_period,
-        heartbeat_stale_trial_callback=RETRY if heartbeat_interval is not None else None,
-    )
+    for attempt in range(_SCHEMA_ATTEMPTS):
+        try:
+            return _quietly(  # type: ignore[no-any-return]
+                RDBStorage,
+                url,
+                heartbeat_interval=heartbeat_interval,
+                grace_period=grace_period,
+                heartbeat_stale_trial_callback=RETRY if heartbeat_interval is not None else None,
+            )
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+            # Workers started together race to create the tables of an empty database; the
+            # loser finds them made when it tries again.
+            if attempt == _SCHEMA_ATTEMPTS - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _with_driver(url: str) -> str:

@@ -19,23 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from sklearn.datasets import load_digits
-from torch.utils.data import TensorDataset
+from train_digits import digits  # the same data and split as the Trainer's example
 
 from accmt import AcceleratorModule, Accuracy, HyperParameterSearch, on_main_process
-
-
-def digits(validation_fraction: float = 0.2) -> tuple[TensorDataset, TensorDataset]:
-    """The digits, scaled to [0, 1], split once with a fixed permutation."""
-    images, labels = load_digits(return_X_y=True)
-    features = torch.tensor(images, dtype=torch.float32) / 16.0
-    targets = torch.tensor(labels, dtype=torch.long)
-    order = torch.randperm(len(targets), generator=torch.Generator().manual_seed(0))
-    cut = int(len(order) * (1 - validation_fraction))
-    train, valid = order[:cut], order[cut:]
-    return TensorDataset(features[train], targets[train]), TensorDataset(
-        features[valid], targets[valid]
-    )
 
 
 class DigitClassifier(AcceleratorModule):

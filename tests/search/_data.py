@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import optuna
 import torch
 from sklearn.datasets import load_digits
 from torch.utils.data import TensorDataset
@@ -42,3 +43,13 @@ class DigitsMLP(AcceleratorModule):
         logits = self.model(images)
         loss = torch.nn.functional.cross_entropy(logits, labels)
         return {"loss": loss, "accuracy": (logits.argmax(dim=-1), labels)}
+
+
+class PruneTrial(optuna.pruners.BasePruner):
+    """Prunes one trial, by number, at its first evaluation."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+        return trial.number == self.number

@@ -7,6 +7,7 @@ import csv
 import math
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from accmt_search import (
 )
 from accmt_trainer import HyperParameters
 
-from ._data import DigitsMLP
+from ._data import DigitsMLP, PruneTrial
 
 Data = tuple[TensorDataset, TensorDataset]
 SPACE: dict[str, Any] = {
@@ -139,16 +140,6 @@ def test_optimize_continues_the_study_in_the_folder_up_to_n_trials(
     assert done.calls == []
     study = optuna.load_study(study_name="accmt-search", storage=f"sqlite:///{tmp_path}/study.db")
     assert [t.number for t in study.trials] == [0, 1, 2]
-
-
-class PruneTrial(optuna.pruners.BasePruner):
-    """Prunes one trial at its first evaluation."""
-
-    def __init__(self, number: int) -> None:
-        self.number = number
-
-    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
-        return trial.number == self.number
 
 
 def test_a_pruned_trial_ends_through_the_stop_request(data: Data, tmp_path: Path) -> None:
@@ -298,3 +289,35 @@ def test_a_study_is_continued_only_in_its_direction(data: Data, tmp_path: Path) 
     search(data, tmp_path).optimize(n_trials=1, plots=False)
     with pytest.raises(StudyError, match="was made to minimize, not to maximize"):
         search(data, tmp_path).optimize(direction="maximize", n_trials=2, plots=False)
+
+
+class Locked(Callback):
+    """A callback that cannot be deep-copied (it holds a lock)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.fits = 0
+
+    def on_fit_end(self) -> None:
+        self.fits += 1
+
+
+def test_a_callback_that_cannot_be_copied_is_shared_by_the_trials(
+    data: Data, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    locked = Locked()
+    search(data, tmp_path, callbacks=[locked]).optimize(n_trials=2, plots=False)
+    assert locked.fits == 2
+    assert "Locked cannot be copied for each trial" in caplog.text
+
+
+def test_the_best_trial_is_read_from_the_study_when_the_space_changed(
+    data: Data, tmp_path: Path
+) -> None:
+    first = search(data, tmp_path).optimize(n_trials=1, plots=False)
+    changed = search(data, tmp_path)
+    changed.set_space({**SPACE, "module.hidden": {"type": "categorical", "choices": [64]}})
+    again = changed.optimize(n_trials=1, plots=False)
+    assert again.trial_number == first.trial_number == 0
+    assert again.module_kwargs == first.module_kwargs
+    assert again.hps == first.hps

@@ -28,7 +28,7 @@ import optuna
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _data import DigitsMLP, digits
+from _data import DigitsMLP, PruneTrial, digits
 
 from accmt_callbacks import Callback
 from accmt_metrics import Accuracy
@@ -74,14 +74,6 @@ class FailTrial(Callback):
     def on_fit_start(self) -> None:
         if self.trainer.model_path.name == self.folder:
             raise ValueError(f"{self.folder} fails on purpose")
-
-
-class PruneTrial(optuna.pruners.BasePruner):
-    def __init__(self, number: int) -> None:
-        self.number = number
-
-    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
-        return trial.number == self.number
 
 
 def wait_for_workers(barrier: Path, workers: int) -> None:

@@ -236,9 +236,24 @@ class Lead:
         )
 
     def _config_of(self, trial: FrozenTrial) -> TrialConfig:
-        """The configuration the space makes of ``trial``'s stored parameters."""
+        """The configuration the space makes of ``trial``'s stored parameters; if the space
+        changed since and cannot make it, the one the study recorded when the trial ran."""
         fixed = optuna.trial.FixedTrial(trial.params, trial.number)
-        return resolve(self.run.space.sample(fixed), getattr(self.run.space, "file", None))
+        try:
+            return resolve(self.run.space.sample(fixed), getattr(self.run.space, "file", None))
+        except (ValueError, TypeError) as error:
+            record = record_of(trial)
+            if not isinstance(record.get("hps"), dict):
+                raise StudyError(
+                    f"the best trial, {trial.number}, does not fit the search space any more "
+                    f"({error}), and the study holds no record of its configuration"
+                ) from error
+            logger.warning(
+                "accmt_search: trial %d does not fit the space any more (%s); its "
+                "configuration is read from the study", trial.number, error,
+            )  # fmt: skip
+            hps = HyperParameters.from_dict(record["hps"])
+            return TrialConfig(hps, dict(record.get("module_kwargs") or {}))
 
 
 def _record(plan: TrialPlan, outcome: TrialOutcome) -> dict[str, Any]:

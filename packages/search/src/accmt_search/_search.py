@@ -20,7 +20,7 @@ from ._result import SearchResult
 from ._signals import StopSignals
 from ._space import SearchSpace, Space, SpaceSource, from_parameters, read_space
 from ._study import make_storage, open_study
-from ._trial import TRIAL_DEFAULTS, TrialSetup
+from ._trial import TRIAL_DEFAULTS, TrialSetup, fresh_copy
 
 if TYPE_CHECKING:
     import optuna
@@ -97,12 +97,12 @@ class HyperParameterSearch:
     def _check_trainer_options(self) -> None:
         """Build one Trainer from the options now, so that a bad one fails before any trial."""
         try:
+            options = {**TRIAL_DEFAULTS, **self.trainer_kwargs}
+            callbacks = [fresh_copy(callback) for callback in options.pop("callbacks", ())]
             Trainer(
-                HyperParameters(),
-                self.output_dir,
-                metrics=self.metrics,
-                **{**TRIAL_DEFAULTS, **self.trainer_kwargs},
-            )
+                HyperParameters(), self.output_dir, metrics=self.metrics, callbacks=callbacks,
+                **options,
+            )  # fmt: skip
         except TypeError as error:
             raise SearchConfigError(f"HyperParameterSearch(**trainer_kwargs): {error}") from None
 
@@ -202,7 +202,8 @@ class HyperParameterSearch:
           trials, from the second evaluation).
         - ``heartbeat_interval`` / ``grace_period`` (seconds): a running trial whose process
           sends no heartbeat for ``grace_period`` (default twice the interval) is failed and run
-          again with its parameters, resuming from its checkpoint. None disables it.
+          again with its parameters, resuming from its checkpoint. None disables it (then no
+          worker waits for trials running elsewhere, and one that dies is not retried).
         - ``keep_checkpoints``: keep each ended trial's checkpoints (by default only a trial cut
           off before its end keeps them, to resume).
         - ``plots``, ``progress_bar``: PNG plots in ``output_dir/plots``; a bar over trials.

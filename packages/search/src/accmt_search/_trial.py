@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import logging
 import math
 import shutil
 import time
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
     from accmt_metrics import Metric
     from accmt_trainer import AcceleratorModule
+
+logger = logging.getLogger("accmt_search")
 
 Objective = Callable[[EvaluationMetrics], Any]
 Kind = Literal["complete", "pruned", "failed", "interrupted"]
@@ -92,7 +95,7 @@ class TrialSetup:
         one trial's callback state (an early-stopping counter) never leaks into the next."""
         assert plan.config is not None
         options = {**TRIAL_DEFAULTS, **self.trainer_kwargs}
-        callbacks = [*copy.deepcopy(list(options.pop("callbacks", ()))), reporter]
+        callbacks = [*map(fresh_copy, options.pop("callbacks", ())), reporter]
         return Trainer(
             plan.config.hps,
             plan.folder,
@@ -102,6 +105,19 @@ class TrialSetup:
             resume=None if plan.retry_of is not None else False,
             **options,
         )
+
+
+def fresh_copy(callback: Callback) -> Callback:
+    """A deep copy of ``callback`` for one trial; the callback itself when it cannot be copied
+    (it holds a file or a lock), with a warning: its state then carries from trial to trial."""
+    try:
+        return copy.deepcopy(callback)
+    except (TypeError, copy.Error) as error:
+        logger.warning(
+            "accmt_search: %s cannot be copied for each trial (%s); every trial shares it",
+            type(callback).__qualname__, error,
+        )  # fmt: skip
+        return callback
 
 
 class TrialReporter(Callback):

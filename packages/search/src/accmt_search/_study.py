@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import attrs
 import optuna
+import sqlalchemy.event
 import sqlalchemy.exc
 from optuna.storages import BaseStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
@@ -81,6 +82,11 @@ def make_storage(
             raise SearchConfigError(
                 f"optimize({name}=...): expected None or seconds >= 1, got {value!r}"
             )
+    made = _rdb_storage(url, heartbeat_interval, grace_period)
+    return _write_ahead(made) if storage is None else made
+
+
+def _rdb_storage(url: str, heartbeat_interval: int | None, grace_period: int | None) -> RDBStorage:
     for attempt in range(_SCHEMA_ATTEMPTS):
         try:
             return _quietly(  # type: ignore[no-any-return]
@@ -97,6 +103,27 @@ def make_storage(
                 raise
             time.sleep(0.2 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def _write_ahead(storage: RDBStorage) -> RDBStorage:
+    """The search's own SQLite file journals ahead (WAL, synchronous=NORMAL).
+
+    A commit then costs a write instead of two fsyncs: about 20 ms less on a busy disk, paid at
+    each report to the study (every evaluation) and four times a trial. A killed process loses
+    nothing committed, a power cut at most the last commits, and optuna-dashboard reads while
+    the search writes. WAL needs a local disk: on a network file system, pass
+    ``storage="sqlite:///..."`` (SQLite's default journal) or a database server.
+    """
+
+    def pragmas(connection: Any, record: Any) -> None:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    sqlalchemy.event.listen(storage.engine, "connect", pragmas)
+    storage.engine.dispose()  # the connections made so far open again, with the pragmas
+    return storage
 
 
 def _with_driver(url: str) -> str:

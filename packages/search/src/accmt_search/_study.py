@@ -17,8 +17,6 @@ from typing import Any, Literal
 
 import attrs
 import optuna
-import sqlalchemy.event
-import sqlalchemy.exc
 from optuna.storages import BaseStorage, RDBStorage, RetryHeartbeatStaleTrialCallback
 from optuna.trial import FrozenTrial, TrialState
 
@@ -87,6 +85,8 @@ def make_storage(
 
 
 def _rdb_storage(url: str, heartbeat_interval: int | None, grace_period: int | None) -> RDBStorage:
+    import sqlalchemy.exc  # here: importing SQLAlchemy takes a third of a second
+
     for attempt in range(_SCHEMA_ATTEMPTS):
         try:
             return _quietly(  # type: ignore[no-any-return]
@@ -114,6 +114,8 @@ def _write_ahead(storage: RDBStorage) -> RDBStorage:
     the search writes. WAL needs a local disk: on a network file system, pass
     ``storage="sqlite:///..."`` (SQLite's default journal) or a database server.
     """
+
+    import sqlalchemy.event
 
     def pragmas(connection: Any, record: Any) -> None:
         cursor = connection.cursor()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ["decorators", "state", "callbacks", "metrics", "trainer", "collators"]
+PACKAGES = ["decorators", "state", "callbacks", "metrics", "trainer", "collators", "search"]
 
 # A few names each API page must document, with the anchor mkdocstrings gives them.
 EXPECTED = {
@@ -21,6 +21,7 @@ EXPECTED = {
     "metrics": ["Metric", "Accuracy", "F1"],
     "trainer": ["Trainer", "AcceleratorModule", "HyperParameters"],
     "collators": ["DataCollatorWithPadding", "DataCollatorForLanguageModeling", "CollatorError"],
+    "search": ["HyperParameterSearch", "SearchResult", "SearchError"],
 }
 
 

@@ -1,15 +1,16 @@
 """accmt: a PyTorch training framework on HuggingFace Accelerate.
 
 This meta-package only re-exports its parts (accmt-decorators, accmt-state, accmt-callbacks,
-accmt-metrics, accmt-trainer, accmt-collators), so that ``from accmt import Trainer`` and
-accmt 1.x's import paths keep working. Importing it builds nothing: no Accelerator, no
-process group.
+accmt-metrics, accmt-trainer, accmt-collators, accmt-search), so that ``from accmt import
+Trainer`` and accmt 1.x's import paths keep working. Importing it builds nothing: no
+Accelerator, no process group.
 """
 
 import accmt_callbacks as _callbacks
 import accmt_collators as _collators
 import accmt_decorators as _decorators
 import accmt_metrics as _metrics
+import accmt_search as _search
 import accmt_state as _state
 import accmt_trainer as _trainer
 
@@ -18,6 +19,7 @@ from accmt_callbacks import *  # noqa: F403
 from accmt_collators import *  # noqa: F403
 from accmt_decorators import *  # noqa: F403
 from accmt_metrics import *  # noqa: F403
+from accmt_search import *  # noqa: F403
 from accmt_state import *  # noqa: F403
 from accmt_trainer import *  # noqa: F403
 
@@ -36,3 +38,4 @@ __all__ += _callbacks.__all__
 __all__ += _metrics.__all__
 __all__ += _trainer.__all__
 __all__ += _collators.__all__
+__all__ += _search.__all__

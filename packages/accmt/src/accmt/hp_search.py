@@ -1,0 +1,4 @@
+"""accmt 1.x's ``accmt.hp_search`` (now from accmt-search: resumable, pruned, on N processes)."""
+
+from accmt_search import *  # noqa: F403
+from accmt_search import __all__ as __all__

@@ -1,0 +1,275 @@
+"""HyperParameterSearch: accmt 1.x's API, on optuna, resumable, pruned, on N processes."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from torch.utils.data import Dataset
+
+from accmt_trainer import HyperParameters, Trainer
+
+from ._driver import Lead, Options, SearchRun
+from ._errors import SearchConfigError, SearchSpaceError
+from ._metrics import EvaluationMetrics, validation_loss
+from ._processes import ProcessLink
+from ._resolve import check_module_arguments, resolve
+from ._result import SearchResult
+from ._signals import StopSignals
+from ._space import SearchSpace, Space, SpaceSource, from_parameters, read_space
+from ._study import make_storage, open_study
+from ._trial import TRIAL_DEFAULTS, TrialSetup, fresh_copy
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.storages import BaseStorage
+
+    from accmt_metrics import Metric
+    from accmt_trainer import AcceleratorModule
+
+# Trainer options the search sets itself for each trial.
+_OWNED = ("hps_config", "model_path", "resume")
+
+
+class HyperParameterSearch:
+    """Search hyperparameters with optuna, each trial a ``Trainer.fit`` in its own folder.
+
+    As in accmt 1.x::
+
+        search = HyperParameterSearch(get_module_fn, train_dataset, val_dataset, metrics=None,
+                                      **trainer_kwargs)
+        search.set_parameters(train_batch_size=[16, 32, 64], epochs=3,
+                              learning_rate=[1e-4, 1e-2], optimizer="AdamW")
+        result = search.optimize(best_metric_fn=None, direction="minimize", n_trials=10)
+
+    - ``get_module_fn``: builds a fresh :class:`AcceleratorModule` for each trial. It may take
+      keyword arguments, which a space searches as ``module.<name>``.
+    - ``train_dataset`` / ``val_dataset``: the data of every trial; ``val_dataset`` is a
+      dataset, a dict of named datasets or (as in 1.x) a list of datasets, named ``"0"``,
+      ``"1"``, ...
+    - ``metrics``: the Trainer's ``metrics`` (what ``best_metric_fn`` can read besides the loss).
+    - ``output_dir``: the search's folder: the study (``study.db``, unless ``optimize`` is given
+      another storage), ``trial_<number>/`` for each trial (its logs; its checkpoints while it
+      runs), ``trials.csv``, ``best_hps.yaml`` and ``plots/``.
+    - ``trainer_kwargs``: options of every trial's :class:`Trainer` (``seed``, ``log_with``,
+      ``checkpoint_every``, ``evaluate_every_n_steps``, ``callbacks``, ...). Unless given,
+      trials save no best models, keep one checkpoint and show no progress bar of their own.
+      ``seed`` also seeds the default sampler and each trial's model construction.
+
+    The space is given by :meth:`set_parameters` (1.x) or :meth:`set_space` (a dict, a YAML file
+    or a function of the trial).
+    """
+
+    def __init__(
+        self,
+        get_module_fn: Callable[..., AcceleratorModule],
+        train_dataset: Dataset[Any],
+        val_dataset: Dataset[Any] | Sequence[Dataset[Any]] | Mapping[str, Dataset[Any]],
+        metrics: Sequence[Metric] | Mapping[str, Sequence[Metric]] | None = None,
+        *,
+        output_dir: str | os.PathLike[str] = "hp_search",
+        **trainer_kwargs: Any,
+    ) -> None:
+        owned = [name for name in _OWNED if name in trainer_kwargs]
+        if owned:
+            raise SearchConfigError(
+                f"HyperParameterSearch({owned[0]}=...): the search sets it for each trial (each "
+                "trains in output_dir/trial_<number>, a retried trial resumes); pass output_dir"
+            )
+        if not callable(get_module_fn):
+            raise SearchConfigError(
+                f"HyperParameterSearch(get_module_fn=...): expected a function that builds an "
+                f"AcceleratorModule, got {get_module_fn!r}"
+            )
+        self.get_module_fn = get_module_fn
+        self.train_dataset = train_dataset
+        self.val_dataset = validation_sets(val_dataset)
+        self.metrics = metrics
+        self.output_dir = Path(output_dir)
+        self.trainer_kwargs = dict(trainer_kwargs)
+        self.space: Space | None = None
+        self.study: optuna.Study | None = None
+        """The optuna study of the last ``optimize`` (main process only; None elsewhere)."""
+        self._check_trainer_options()
+
+    def _check_trainer_options(self) -> None:
+        """Build one Trainer from the options now, so that a bad one fails before any trial."""
+        try:
+            options = {**TRIAL_DEFAULTS, **self.trainer_kwargs}
+            callbacks = [fresh_copy(callback) for callback in options.pop("callbacks", ())]
+            Trainer(
+                HyperParameters(), self.output_dir, metrics=self.metrics, callbacks=callbacks,
+                **options,
+            )  # fmt: skip
+        except TypeError as error:
+            raise SearchConfigError(f"HyperParameterSearch(**trainer_kwargs): {error}") from None
+
+    # ------------------------------------------------------------------------- the space
+
+    def set_parameters(
+        self,
+        *,
+        train_batch_size: int | list[int] | tuple[int, ...] = 1,
+        epochs: int | list[int] | tuple[int, ...] = 1,
+        max_steps: int | list[int] | tuple[int, ...] | None = None,
+        learning_rate: float | list[float] | tuple[float, ...] | None = None,
+        beta1: float | list[float] | tuple[float, ...] = 0.9,
+        beta2: float | list[float] | tuple[float, ...] = 0.999,
+        eps: float | list[float] | tuple[float, ...] = 1e-08,
+        weight_decay: float | list[float] | tuple[float, ...] = 0.01,
+        scheduler: Any = None,
+        warmup_ratio: float | list[float] | tuple[float, ...] = 0.1,
+        step_scheduler_per_epoch: bool = False,
+        optimizer: Any = "AdamW",
+        eval_batch_size: int | list[int] | tuple[int, ...] | None = None,
+    ) -> None:
+        """Set the space as accmt 1.x did: a single value is fixed, a list of two numbers is a
+        range (int for ``epochs`` and ``max_steps``; float otherwise, on a log scale for
+        ``learning_rate`` and ``eps``), a tuple is a choice, a list of batch sizes is a choice,
+        and a dict of schedulers (``{"linear": "LinearWithWarmup", ...}``) is a choice between
+        them. ``learning_rate`` defaults to the range [1e-7, 1e-3] on a log scale. ``optimizer``
+        is any optimizer ``HyperParameters`` takes; ``beta1``, ``beta2``, ``eps`` and
+        ``weight_decay`` left at their defaults are dropped for an optimizer that does not take
+        them, as ``warmup_ratio`` is for a scheduler without a warmup. Ranges are checked now:
+        errors name the parameter.
+        """
+        given = dict(locals())
+        del given["self"]
+        self._use(from_parameters(given))
+
+    def set_space(self, space: SpaceSource) -> None:
+        """Set the space from a dict, a YAML file (its ``search:`` section) or a function.
+
+        Names: ``set_parameters``' (with 1.x's shorthands and defaults), any HyperParameters
+        field, ``optimizer_kwargs.<arg>``, ``scheduler_kwargs.<arg>``, and ``module.<arg>`` for a
+        keyword argument of ``get_module_fn``. A searched value is ``{"type": "float", "low",
+        "high", "log", "step"}``, ``{"type": "int", "low", "high", "step", "log"}`` or ``{"type":
+        "categorical", "choices"}`` (a list, or a mapping from label to value); any other value
+        is fixed. A function ``space(trial)`` suggests on the optuna trial (conditional spaces)
+        and returns ``{name: value}`` with the same names. Errors name the key and the file.
+        """
+        self._use(read_space(space))
+
+    def _use(self, space: Space) -> None:
+        if isinstance(space, SearchSpace):
+            if not space.searched:
+                raise SearchSpaceError(
+                    "",
+                    "no parameter is searched: give at least one a range or a choice",
+                    space.file,
+                )
+            check_module_arguments(self.get_module_fn, space.entries, space.file)
+            for assignment in space.probes():
+                resolve(assignment, space.file)
+        self.space = space
+
+    # ------------------------------------------------------------------------ the search
+
+    def optimize(
+        self,
+        best_metric_fn: Callable[[EvaluationMetrics], float] | None = None,
+        direction: str = "minimize",
+        n_trials: int = 10,
+        *,
+        storage: str | BaseStorage | None = None,
+        study_name: str = "accmt-search",
+        sampler: optuna.samplers.BaseSampler | None = None,
+        pruner: optuna.pruners.BasePruner | None = None,
+        heartbeat_interval: int | None = 10,
+        grace_period: int | None = None,
+        keep_checkpoints: bool = False,
+        plots: bool = True,
+        progress_bar: bool = True,
+    ) -> SearchResult:
+        """Run the study until ``n_trials`` trials have finished, and return the best.
+
+        - ``best_metric_fn(metrics)``: the objective, from an evaluation's results
+          (:class:`EvaluationMetrics`: ``{"validation": {"loss": ..., "accuracy": ...}}``;
+          ``metrics["0"]["valid_loss"]`` works as in 1.x). Default: the validation loss. It is
+          reported to optuna after every evaluation (for pruning); a trial's value is that of
+          its last evaluation.
+        - ``direction``: ``"minimize"`` or ``"maximize"``.
+        - ``n_trials``: trials the study should hold, finished (complete, pruned, or failed by
+          their own error), counting those of earlier runs and of other workers. A study that
+          already has them returns at once; a killed run continues where it was.
+        - ``storage``: None for SQLite in ``output_dir``, or an RDB URL
+          (``"postgresql://user@host/db"``; install ``accmt-search[postgresql]``) that workers on
+          several machines share, or an optuna storage object. ``study_name`` names the study.
+        - ``sampler``: any optuna sampler (default: TPE seeded by the Trainer's ``seed``);
+          ``pruner``: any optuna pruner (default: :func:`optuna.pruners.MedianPruner` after 3
+          trials, from the second evaluation).
+        - ``heartbeat_interval`` / ``grace_period`` (seconds): a running trial whose process
+          sends no heartbeat for ``grace_period`` (default twice the interval) is failed and run
+          again with its parameters, resuming from its checkpoint. None disables it (then no
+          worker waits for trials running elsewhere, and one that dies is not retried).
+        - ``keep_checkpoints``: keep each ended trial's checkpoints (by default only a trial cut
+          off before its end keeps them, to resume).
+        - ``plots``, ``progress_bar``: PNG plots in ``output_dir/plots``; a bar over trials.
+
+        On N processes (``accelerate launch``, ``torchrun``) every process calls ``optimize``;
+        the main process alone talks to the study and every process trains the same trial. A
+        SIGINT or SIGTERM ends the current trial cleanly (it is queued to run again) and returns
+        the best so far with ``interrupted=True``.
+        """
+        if self.space is None:
+            raise SearchConfigError(
+                "optimize: no search space; call set_parameters(...) or set_space(...) first"
+            )
+        direction = _direction(direction)
+        if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
+            raise SearchConfigError(
+                f"optimize(n_trials=...): expected an int >= 1, got {n_trials!r}"
+            )
+        link = ProcessLink.start(self.trainer_kwargs.get("cpu"))
+        setup = TrialSetup(
+            self.get_module_fn,
+            self.train_dataset,
+            self.val_dataset,
+            self.metrics,
+            self.trainer_kwargs,
+            best_metric_fn or validation_loss,
+        )
+        poll = float(heartbeat_interval) if heartbeat_interval else 5.0
+        options = Options(n_trials, self.output_dir, keep_checkpoints, plots, progress_bar, poll)
+        with StopSignals() as signals, link.kept():
+            run = SearchRun(link, setup, self.space, options, signals)
+            if not link.is_main:
+                return run.follow()
+            try:
+                store = make_storage(storage, self.output_dir, heartbeat_interval, grace_period)
+                seed = self.trainer_kwargs.get("seed")
+                self.study = open_study(store, study_name, direction, sampler, pruner, seed)
+            except BaseException as error:
+                link.broadcast(("error", f"{type(error).__name__}: {error}"))
+                raise
+            return Lead(run, self.study, store)()
+
+
+def _direction(direction: str) -> Literal["minimize", "maximize"]:
+    lowered = direction.lower() if isinstance(direction, str) else direction
+    if lowered not in ("minimize", "maximize"):
+        raise SearchConfigError(
+            f"optimize(direction=...): expected 'minimize' or 'maximize', got {direction!r}"
+        )
+    return "maximize" if lowered == "maximize" else "minimize"
+
+
+def validation_sets(
+    val_dataset: Dataset[Any] | Sequence[Dataset[Any]] | Mapping[str, Dataset[Any]],
+) -> Dataset[Any] | Mapping[str, Dataset[Any]]:
+    """The validation data as the Trainer takes it; a list of datasets (1.x) becomes a dict
+    named ``"0"``, ``"1"``, ..."""
+    if val_dataset is None:
+        raise SearchConfigError(
+            "HyperParameterSearch(val_dataset=...): the search measures each trial on "
+            "validation data; pass a dataset"
+        )
+    if (
+        isinstance(val_dataset, (list, tuple))
+        and val_dataset
+        and all(isinstance(item, Dataset) for item in val_dataset)
+    ):
+        return {str(index): dataset for index, dataset in enumerate(val_dataset)}
+    return val_dataset  # type: ignore[return-value]

@@ -1,0 +1,74 @@
+"""accmt 1.x's HyperParameterSearch snippet runs unchanged through the meta-package."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import torch
+from accelerate.state import AcceleratorState
+from sklearn.datasets import load_digits
+from torch.utils.data import TensorDataset
+
+
+@pytest.fixture(autouse=True)
+def fresh_accelerate_state() -> Iterator[None]:
+    yield
+    AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def test_the_1x_snippet_runs_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from accmt import AcceleratorModule, HyperParameterSearch
+    from accmt.hp_search import HyperParameterSearch as FromTheOneXModule
+
+    assert FromTheOneXModule is HyperParameterSearch
+
+    images, labels = load_digits(return_X_y=True)
+    features = torch.tensor(images[:300], dtype=torch.float32) / 16
+    targets = torch.tensor(labels[:300])
+    train_dataset = TensorDataset(features[:240], targets[:240])
+    val_dataset = TensorDataset(features[240:], targets[240:])
+
+    class Module(AcceleratorModule):
+        def __init__(self) -> None:
+            self.model = torch.nn.Linear(64, 10)
+
+        def training_step(self, batch: Any) -> torch.Tensor:
+            return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
+
+        def validation_step(self, key: str, batch: Any) -> torch.Tensor:
+            return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
+
+    def get_module_fn() -> Module:
+        return Module()
+
+    monkeypatch.chdir(tmp_path)
+    trainer_kwargs: dict[str, Any] = {}
+    # accmt 1.x's documented use, as written there.
+    search = HyperParameterSearch(
+        get_module_fn, train_dataset, val_dataset, metrics=None, **trainer_kwargs
+    )
+    search.set_parameters(
+        train_batch_size=[16, 32, 64],
+        epochs=3,
+        learning_rate=[1e-4, 1e-2],
+        weight_decay=[0.0, 0.1],
+        scheduler={"linear": "LinearWithWarmup", "cosine": "CosineWithWarmup"},
+        warmup_ratio=0.1,
+        optimizer="AdamW",
+    )
+    search.optimize(best_metric_fn=None, direction="minimize", n_trials=10)  # fmt: skip
+
+    study = optuna.load_study(
+        study_name="accmt-search", storage=f"sqlite:///{tmp_path}/hp_search/study.db"
+    )
+    finished = [t for t in study.trials if t.state.is_finished()]
+    assert len(finished) == 10
+    best = study.best_trial
+    assert set(best.params) == {"train_batch_size", "learning_rate", "weight_decay", "scheduler"}
+    # The default objective is the validation loss, as 1.x's metrics["0"]["valid_loss"].
+    assert 0 < best.value < 2.5
+    assert (tmp_path / "hp_search" / "best_hps.yaml").read_text().startswith("hps:\n")

@@ -1,0 +1,49 @@
+"""One search on 2 real processes: the main process alone talks to the study, and both
+processes train the same parameters in every trial, prune together and fail together."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from ._launch import torchrun
+
+pytestmark = pytest.mark.distributed
+
+WORKER = Path(__file__).resolve().parents[1] / "search" / "workers" / "search_worker.py"
+# 400 training samples, 32 per process per batch on 2 processes: ceil(400 / 64) = 7 steps.
+STEPS_PER_EPOCH = 7
+
+
+def trained(out: Path, rank: int) -> list[dict[str, Any]]:
+    lines = (out / f"trained_rank{rank}.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_both_processes_train_the_same_trials_and_the_study_has_n_trials(tmp_path: Path) -> None:
+    out = tmp_path / "search"
+    torchrun(str(WORKER), 2, str(out), "--trials", "4", "--epochs", "2", "--prune-trial", "1",
+             "--fail-trial", "2")  # fmt: skip
+
+    study = optuna.load_study(study_name="accmt-search", storage=f"sqlite:///{out}/study.db")
+    trials = study.get_trials()
+    assert [t.state for t in trials] == [
+        TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.COMPLETE
+    ]  # fmt: skip
+    assert trials[2].user_attrs["accmt_search"]["error"] == "ValueError: trial_2 fails on purpose"
+
+    ranks = [trained(out, 0), trained(out, 1)]
+    # The failed trial raised before any step, on both processes: no on_fit_end.
+    assert [line["folder"] for line in ranks[0]] == ["trial_0", "trial_1", "trial_3"]
+    # Both processes trained the very same configuration in each trial, and stopped together.
+    assert ranks[0] == ranks[1]
+    for line, trial in zip(ranks[0], (trials[0], trials[1], trials[3]), strict=True):
+        assert line["hps"]["optimizer_kwargs"]["lr"] == trial.params["learning_rate"]
+        assert line["hidden"] == trial.params["module.hidden"]
+    steps = [line["global_step"] for line in ranks[0]]
+    assert steps == [2 * STEPS_PER_EPOCH, STEPS_PER_EPOCH, 2 * STEPS_PER_EPOCH]

@@ -298,3 +298,57 @@ def test_warnings_point_at_the_program_that_called_the_trainer() -> None:
         the_trainer("run", callback=CALLBACK, run_name="x")
     assert len(caught) == 3
     assert {(Path(w.filename).name, w.lineno) for w in caught} == {(Path(__file__).name, line)}
+
+
+# The Trainer itself: 1.x calls are translated, 2.x calls are as they were.
+
+HPS = {"epochs": 1, "batch_size": 4}
+
+
+def test_a_1x_positional_call_builds_the_trainer_with_warnings_at_the_call(
+    tmp_path: Path,
+) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        trainer = Trainer(HPS, tmp_path, "my-run", False, False, 3)  # type: ignore[misc]
+    assert (trainer.track_name, trainer.checkpoint_schedule, trainer.max_checkpoints) == (
+        "my-run",
+        None,
+        1,  # multiple_checkpoints=False wins over max_checkpoints, as in 1.x
+    )
+    assert len(caught) == 3
+    assert all(w.category is DeprecationWarning for w in caught)
+    assert {(Path(w.filename).name, w.lineno) for w in caught} == {(Path(__file__).name, line)}
+
+
+def test_a_1x_keyword_call_is_translated(tmp_path: Path) -> None:
+    from accmt_callbacks import Callback
+
+    callback = Callback()
+    with pytest.warns(DeprecationWarning, match=r"use Trainer\(callbacks=\[\.\.\.\]\)"):
+        trainer = Trainer(HPS, tmp_path, callback=callback)  # type: ignore[call-arg]
+    assert list(trainer.callbacks.callbacks) == [callback]
+
+
+def test_a_2x_call_gives_no_warning_and_keeps_its_defaults(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trainer = Trainer(hps_config=HPS, model_path=tmp_path, track_name="x", log_every=3)
+    assert (trainer.track_name, trainer.log_every, trainer.clip_grad) == ("x", 3, None)
+    assert trainer.checkpoint_schedule is not None  # "epoch"
+
+
+def test_an_unknown_keyword_is_a_type_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
+        Trainer(HPS, tmp_path, no_such_option=1)  # type: ignore[call-arg]
+    with pytest.raises(TrainerConfigError, match=r"Trainer\(log_every=\.\.\.\)"):
+        Trainer(HPS, tmp_path, log_every=0)
+
+
+def test_the_trainer_s_signature_is_its_typed_2x_options() -> None:
+    parameters = inspect.signature(Trainer).parameters
+    assert list(parameters)[:2] == ["hps_config", "model_path"]
+    kinds = {parameter.kind for name, parameter in parameters.items()
+             if name not in ("hps_config", "model_path")}  # fmt: skip
+    assert kinds == {inspect.Parameter.KEYWORD_ONLY}

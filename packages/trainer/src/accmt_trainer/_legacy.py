@@ -19,9 +19,10 @@ refuse. Contradictory spellings (``callback`` and ``callbacks``) raise
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ParamSpec, cast
 
 import attrs
 import yaml
@@ -60,6 +61,8 @@ NEW_TRAINER_OPTIONS = (
     "cleanup_cache_every_n_steps", "additional_tracker_config", "batch_device_placement",
     "module_hooks", "reset_optimizer_every_n_steps", "tracker_init_kwargs",
 )  # fmt: skip
+
+P = ParamSpec("P")
 
 _MONITOR_FLAGS = {
     "learning_rate": "learning_rate",
@@ -302,3 +305,18 @@ def _tracker_pass_throughs(given: Mapping[str, Any], result: dict[str, Any]) -> 
         f"Trainer(tracker_init_kwargs={{'mlflow': {{'{name}': ...}}}})"
         for name in passed
     ]
+
+
+def accepts_1x_options(init: Callable[P, None]) -> Callable[P, None]:
+    """Let ``init`` (the Trainer's ``__init__``, whose options after ``model_path`` are
+    keyword-only) also take accmt 1.x's calls: positional options in 1.9.5.1's order and 1.x's
+    keywords, translated by :func:`translate_1x_options` with their warnings pointing at the
+    caller's line. The signature seen by type checkers and ``inspect`` stays ``init``'s; a name
+    that is neither 1.x's nor 2.x's is refused by ``init`` itself, as Python would."""
+
+    @functools.wraps(init)
+    def wrapper(self: Any, hps_config: Any, model_path: Any, *args: Any, **options: Any) -> None:
+        translated = translate_1x_options(args, options, stacklevel=1)
+        cast(Callable[..., None], init)(self, hps_config, model_path, **translated)
+
+    return cast(Callable[P, None], wrapper)

@@ -26,6 +26,7 @@ from ._errors import TrainerConfigError
 from ._evaluation import Evaluation
 from ._folder_lock import FolderLock
 from ._hyperparameters import HyperParameters
+from ._legacy import accepts_1x_options
 from ._loop import LoopOptions, Owners, TrainingLoop
 from ._manifest import run_facts
 from ._module import AcceleratorModule
@@ -63,8 +64,13 @@ class Trainer:
     of accmt 1.x, ``seed``, checkpoints and resume, best models and ``patience``, signals,
     ``sanity_check`` (one validation batch per set and every name checked before the first
     step) and ``on_nonfinite_loss`` (``"error"``, ``"warn"`` or ``"skip"``).
+
+    Options after ``model_path`` are keyword-only. accmt 1.x's calls work too: its positional
+    options and its keywords are translated, each with one DeprecationWarning naming the 2.x
+    spelling (see the migration page).
     """
 
+    @accepts_1x_options
     def __init__(
         self,
         hps_config: HyperParameters | Mapping[str, Any] | str | os.PathLike[str],

@@ -17,7 +17,6 @@ from torch.utils.data import default_collate
 
 from accmt_trainer import Monitor, Trainer, TrainerConfigError
 from accmt_trainer._legacy import (
-    NEW_TRAINER_OPTIONS,
     ONE_X_POSITIONAL,
     TRACKER_PASS_THROUGHS,
     translate_1x_options,
@@ -206,13 +205,23 @@ def test_a_program_spelling_out_every_1x_default_keeps_1x_s_choices() -> None:
     )
 
 
-def test_every_option_given_is_the_trainer_s_or_one_it_must_add() -> None:
+def test_every_option_the_translation_gives_is_the_trainer_s() -> None:
     produced = {key for _, value, expected, _ in CASES for key in expected}
-    assert produced <= trainer_options() | set(NEW_TRAINER_OPTIONS)
-    # The options still to add to the Trainer are exactly those it does not have yet: when it
-    # takes one, it comes off NEW_TRAINER_OPTIONS.
-    assert set(NEW_TRAINER_OPTIONS).isdisjoint(trainer_options())
-    assert set(NEW_TRAINER_OPTIONS) <= produced
+    assert produced <= trainer_options()
+
+
+@pytest.mark.parametrize("positional", [False, True])
+def test_the_trainer_takes_a_call_spelling_out_every_1x_default(
+    tmp_path: Path, positional: bool
+) -> None:
+    defaults = dict(ONE_X_SIGNATURE[2:])
+    args, options = (list(defaults.values()), {}) if positional else ([], defaults)
+    with pytest.warns(DeprecationWarning, match=r"Trainer\(safe_mode=\.\.\.\) has no effect"):
+        trainer = Trainer(HPS, tmp_path, *args, **options)
+    assert (trainer.clip_grad, trainer.max_checkpoints, trainer.max_shard_size) == (1.0, 1, "10GB")
+    assert trainer.logging_dir == Path("logs")
+    assert trainer.step_options.set_to_none is True
+    assert trainer.loader_options.device_placement is True
 
 
 def test_2x_options_and_unknown_names_pass_through() -> None:

@@ -52,16 +52,6 @@ ONE_X_POSITIONAL = (
 # 1.x's only tracker was MLflow; its **kwargs went to MLflow's tracker as these.
 TRACKER_PASS_THROUGHS = ("run_id", "tags", "nested_run", "run_name", "description")
 
-# The options this translation gives that the 2.x Trainer must take (accmt 1.x's meanings are
-# in the docs' migration page). The others it gives are the Trainer's already.
-NEW_TRAINER_OPTIONS = (
-    "gradient_checkpointing", "gradient_checkpointing_kwargs", "set_to_none", "val_sampler",
-    "batch_sampler", "val_batch_sampler", "val_collate_fn", "max_shard_size", "compile_kwargs",
-    "consolidate_metrics", "additional_metric_consolidation", "report_all_metrics",
-    "cleanup_cache_every_n_steps", "additional_tracker_config", "batch_device_placement",
-    "module_hooks", "reset_optimizer_every_n_steps", "tracker_init_kwargs",
-)  # fmt: skip
-
 P = ParamSpec("P")
 
 _MONITOR_FLAGS = {

@@ -18,7 +18,7 @@ from accmt_metrics import Metric
 from ._consolidation import MetricConsolidation
 from ._loss_window import LossWindow
 from ._monitor import Monitor
-from ._step_outputs import split_validation_output
+from ._step_outputs import split_validation_output, validation_call
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
@@ -64,6 +64,8 @@ class Evaluation:
         self.monitor = monitor
         self.log = log
         self.options = options or EvaluationOptions()
+        # Read once: whether validation_step takes the set's key (a 1.x module may not).
+        self.validation_step = validation_call(module, self.loaders) if self.loaders else None
 
     @property
     def has_data(self) -> bool:
@@ -128,12 +130,14 @@ class Evaluation:
     def _add_batch(
         self, key: str, batch: Any, loss_window: LossWindow, metrics: Mapping[str, Metric]
     ) -> None:
-        output = self.module.validation_step(key, batch)
-        loss, pairs = split_validation_output(self.module, key, output, metrics)
+        assert self.validation_step is not None  # there is a batch, so there are sets
+        output = self.validation_step(key, batch)
+        where = self.validation_step.where(key)
+        loss, arguments = split_validation_output(where, key, output, metrics)
         if loss is not None:
             loss_window.add(loss)
-        for name, (predictions, references) in pairs.items():
-            metrics[name].add_batch(predictions, references)
+        for name, args in arguments.items():
+            metrics[name].add_batch(*args)
 
     def _values(self, loss_window: LossWindow, metrics: Mapping[str, Metric]) -> dict[str, float]:
         """The set's loss and metrics over every process; the metrics are reset."""

@@ -53,8 +53,10 @@ class AcceleratorModule:
     def validation_step(self, key: str, batch: Any) -> torch.Tensor | dict[str, Any]:
         """Evaluate one batch of the validation set named ``key``.
 
-        Return the loss, or a dict with ``"loss"`` and, for each metric by name, a pair
-        ``(predictions, references)``, e.g. ``{"loss": loss, "accuracy": (preds, labels)}``.
+        Return the loss, or a dict with ``"loss"`` and, for each metric by name, the tuple of
+        its ``add_batch`` arguments (or its one argument), e.g.
+        ``{"loss": loss, "accuracy": (preds, labels)}``. With one validation set, a subclass
+        may define ``validation_step(self, batch)`` instead (accmt 1.x).
         """
         raise NotImplementedError(
             f"{type(self).__name__} was given validation data but does not override "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -230,11 +230,16 @@ def metrics_per_set(
     return per_set
 
 
-def _metric_list(metrics: Metric | Sequence[Metric] | None) -> list[Metric]:
+def _metric_list(metrics: Any) -> list[Metric]:
     if metrics is None:
         return []
     if isinstance(metrics, Metric):
         return [metrics]
+    if not isinstance(metrics, Iterable) or isinstance(metrics, str):
+        raise TrainerConfigError(
+            f"Trainer(metrics=...): expected a Metric, a list of them, or a dict of them by "
+            f"validation set, got {type(metrics).__name__} {metrics!r}"
+        )
     listed = list(metrics)
     for metric in listed:
         if not isinstance(metric, Metric):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from accmt_trainer import (
     AcceleratorModule,
     ArtifactNotFoundError,
     HyperParameters,
+    Monitor,
     Trainer,
     TrainerConfigError,
 )
@@ -583,3 +587,36 @@ def test_a_missing_artifact_is_named(tmp_path: Path) -> None:
     run.callbacks.add(Missing())
     with pytest.raises(ArtifactNotFoundError, match=r"nope\.txt does not exist"):
         run.fit(Recording(), blobs(16))
+
+
+# ----------------------------------------------------------------------------- Monitor
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected", "message"),
+    [
+        ({"gpu_utilization": True}, Monitor(memory=True), r"use Monitor\(memory=\.\.\.\)"),
+        ({"cpu_utilization": True, "memory": False}, Monitor(memory=True), r"Monitor\(memory="),
+        ({"gpu_utilization": False}, Monitor(), r"gpu_utilization=\.\.\.\) is accmt 1.x's"),
+        ({"checkpoint": True, "epoch": False}, Monitor(epoch=False), r"no effect in accmt 2"),
+    ],
+)
+def test_monitor_takes_1x_flags_with_a_warning_naming_the_2x_field(
+    flags: dict[str, bool], expected: Monitor, message: str
+) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        monitor = Monitor(**flags)
+    assert monitor == expected
+    assert len(caught) == 1
+    assert caught[0].category is DeprecationWarning
+    assert re.search(message, str(caught[0].message))
+    assert (Path(caught[0].filename).name, caught[0].lineno) == (Path(__file__).name, line)
+
+
+def test_monitor_keeps_its_2x_signature_and_refuses_other_names() -> None:
+    assert "gpu_utilization" not in inspect.signature(Monitor).parameters
+    assert "memory" in inspect.signature(Monitor).parameters
+    with pytest.raises(TypeError, match="unexpected keyword argument 'gpu_memory'"):
+        Monitor(gpu_memory=True)  # type: ignore[call-arg]

@@ -29,7 +29,7 @@ import yaml
 from torch.utils.data import default_collate
 
 from ._errors import TrainerConfigError
-from ._monitor import Monitor
+from ._monitor import ONE_X_FLAGS, Monitor, one_x_flags
 
 # accmt 1.9.5.1's Trainer.__init__ after hps_config and model_path, in order: the positional
 # arguments a 1.x program may pass.
@@ -54,16 +54,11 @@ TRACKER_PASS_THROUGHS = ("run_id", "tags", "nested_run", "run_name", "descriptio
 
 P = ParamSpec("P")
 
-_MONITOR_FLAGS = {
-    "learning_rate": "learning_rate",
-    "epoch": "epoch",
-    "train_loss": "train_loss",
-    "validation_loss": "validation_loss",
-    "additional_metrics": "additional_metrics",
-    "grad_norm": "grad_norm",
-    "gpu_utilization": "memory",
-    "cpu_utilization": "memory",
-}
+# accmt 1.x's Monitor flags (a dict or YAML file of them was its Trainer's monitor=).
+_MONITOR_FLAGS = (
+    "learning_rate", "epoch", "train_loss", "validation_loss", "additional_metrics",
+    "grad_norm", *ONE_X_FLAGS,
+)  # fmt: skip
 
 
 @attrs.frozen
@@ -176,17 +171,14 @@ def _monitor(value: Any, given: Mapping[str, Any]) -> Translation:
 
 
 def _monitor_from_1x(config: Mapping[str, Any]) -> Monitor:
-    unknown = sorted(set(config) - set(_MONITOR_FLAGS) - {"checkpoint"})
+    unknown = sorted(set(config) - set(_MONITOR_FLAGS))
     if unknown:
         raise TrainerConfigError(
             f"Trainer(monitor=...): accmt 1.x's Monitor has no {', '.join(unknown)}; its flags "
-            f"are {', '.join([*_MONITOR_FLAGS, 'checkpoint'])}"
+            f"are {', '.join(_MONITOR_FLAGS)}"
         )
-    flags: dict[str, bool] = {}
-    for key, value in config.items():
-        if key in _MONITOR_FLAGS:  # 1.x's "checkpoint" flag logged nothing worth keeping
-            new = _MONITOR_FLAGS[key]
-            flags[new] = flags.get(new, False) or bool(value)
+    # One warning for the whole dict is given by the caller.
+    flags, _ = one_x_flags(config)
     return Monitor(**flags)
 
 

@@ -87,7 +87,12 @@ def start_trackers(
 
 def log_artifact(accelerator: Accelerator | None, path: Path, copy_to: Path) -> None:
     """Give the file or folder ``path`` to each started tracker that stores artifacts (MLflow,
-    through Accelerate); when none does, copy it into ``copy_to``. Main process only."""
+    through Accelerate); when none does, copy it into ``copy_to``. Trackers run on the main
+    process only, so the other processes only check that ``path`` exists."""
+    if not path.exists():
+        raise ArtifactNotFoundError(f"log_artifact: {path} does not exist")
+    if accelerator is not None and not accelerator.is_main_process:
+        return
     if accelerator is None or not accelerator.trackers:
         warnings.warn(
             f"log_artifact({str(path)!r}): no tracker is running (log_with=None, or outside "
@@ -95,10 +100,6 @@ def log_artifact(accelerator: Accelerator | None, path: Path, copy_to: Path) -> 
             UserWarning,
             stacklevel=3,
         )
-        return
-    if not path.exists():
-        raise ArtifactNotFoundError(f"log_artifact: {path} does not exist")
-    if not accelerator.is_main_process:
         return
     method = "log_artifacts" if path.is_dir() else "log_artifact"
     storing = [tracker for tracker in accelerator.trackers if hasattr(tracker, method)]

@@ -4,6 +4,7 @@ processes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,12 +14,17 @@ from .test_cli_launch import accmt
 pytestmark = pytest.mark.distributed
 
 
+def launch(worker: str, out: Path, nproc: int, *args: str) -> list[dict[str, Any]]:
+    """Run workers/<worker> unchanged through 'accmt launch --cpu -N nproc'; what each process
+    wrote."""
+    done = accmt("launch", "--cpu", "-N", str(nproc), str(WORKERS / worker), str(out), *args)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return read_ranks(out, nproc)
+
+
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_a_1x_classifier_with_a_1x_metric(tmp_path: Path, nproc: int) -> None:
-    done = accmt("launch", "--cpu", "-N", str(nproc), str(WORKERS / "one_x_classifier.py"),
-                 str(tmp_path))  # fmt: skip
-    assert done.returncode == 0, done.stderr[-4000:]
-    records = read_ranks(tmp_path, nproc)
+    records = launch("one_x_classifier.py", tmp_path, nproc)
     for record in records:
         assert (record["world"], record["finished"]) == (nproc, True)
         found = record["metrics"]["validation"]
@@ -31,10 +37,7 @@ def test_a_1x_classifier_with_a_1x_metric(tmp_path: Path, nproc: int) -> None:
 
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_a_1x_program_using_1x_s_trainer_options(tmp_path: Path, nproc: int) -> None:
-    done = accmt("launch", "--cpu", "-N", str(nproc), str(WORKERS / "one_x_options.py"),
-                 str(tmp_path))  # fmt: skip
-    assert done.returncode == 0, done.stderr[-4000:]
-    records = read_ranks(tmp_path, nproc)
+    records = launch("one_x_options.py", tmp_path, nproc)
     for record in records:
         assert (record["world"], record["finished"]) == (nproc, True)
         # sampler_val chose 101 samples: the 1.x metric of one argument, given alone, saw each

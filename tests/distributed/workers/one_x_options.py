@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.data import Sampler, TensorDataset
+from one_x_classifier import blobs  # this folder's other 1.x program
+from torch.utils.data import Sampler
 
 from accmt import AcceleratorModule, Callback, Monitor, Trainer
 from accmt.metrics import Metric
@@ -83,13 +84,6 @@ class LogsArtifact(Callback):
 
     def on_fit_end(self):  # type: ignore[no-untyped-def]
         self.trainer.log_artifact(self.path)
-
-
-def blobs(n: int, seed: int) -> TensorDataset:
-    generator = torch.Generator().manual_seed(seed)
-    centres = torch.tensor([[2.0, 0.0], [-2.0, 1.0], [0.0, -2.5]])
-    labels = torch.randint(0, 3, (n,), generator=generator)
-    return TensorDataset(centres[labels] + torch.randn(n, 2, generator=generator), labels)
 
 
 if __name__ == "__main__":

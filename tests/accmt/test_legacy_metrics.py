@@ -226,3 +226,51 @@ def test_the_trainer_reports_the_1x_math_over_the_whole_validation_set(tmp_path:
     for batch_features, batch_labels in DataLoader(data, batch_size=6):
         built_in.add_batch(module.model(batch_features).argmax(-1), batch_labels)
     assert found == pytest.approx(built_in.compute()["accuracy"])
+
+
+class Positives(Metric):
+    """One argument, not in a tuple."""
+
+    def compute(self, scores):  # type: ignore[no-untyped-def]
+        return {"positives": (scores > 0).sum()}
+
+
+class OneXModule(AcceleratorModule):
+    """As 1.x's README writes one: validation_step(self, batch), and metric arguments that are
+    one tensor, or three with a dict among them."""
+
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.model = torch.nn.Linear(4, 4)
+
+    def training_step(self, batch):  # type: ignore[no-untyped-def]
+        features, labels, _ = batch
+        return torch.nn.functional.cross_entropy(self.model(features), labels)
+
+    def validation_step(self, batch):  # type: ignore[no-untyped-def]
+        features, labels, weights = batch
+        logits = self.model(features)
+        return {
+            "loss": torch.nn.functional.cross_entropy(logits, labels),
+            "weighted_accuracy": ({"logits": logits}, labels, weights),
+            "positives": logits[:, 0],
+        }
+
+
+def test_a_1x_module_with_metrics_of_one_and_three_arguments(tmp_path: Path) -> None:
+    logits, labels, weights = everything()
+    data = TensorDataset(logits.float(), labels, weights)
+    hps = HyperParameters(epochs=1, batch_size=8, optimizer_kwargs={"lr": 0.1})
+    metrics = [Weighted("weighted_accuracy"), Positives("positives")]
+    module = OneXModule()
+    trainer = Trainer(hps, tmp_path, metrics=metrics, log_with=None, progress_bar=False,
+                      checkpoint_every=None)  # fmt: skip
+    found = trainer.fit(module, data, data).additional_metrics["validation"]
+    with torch.no_grad():
+        out = module.model(logits.float())
+    hits = (out.argmax(-1) == labels).double()
+    assert found["weighted_accuracy"] == pytest.approx(
+        float((hits * weights).sum() / weights.sum())
+    )
+    assert found["count"] == 50.0
+    assert found["positives"] == float((out[:, 0] > 0).sum())

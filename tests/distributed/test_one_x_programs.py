@@ -4,6 +4,7 @@ processes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,12 +14,17 @@ from .test_cli_launch import accmt
 pytestmark = pytest.mark.distributed
 
 
+def launch(worker: str, out: Path, nproc: int, *args: str) -> list[dict[str, Any]]:
+    """Run workers/<worker> unchanged through 'accmt launch --cpu -N nproc'; what each process
+    wrote."""
+    done = accmt("launch", "--cpu", "-N", str(nproc), str(WORKERS / worker), str(out), *args)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return read_ranks(out, nproc)
+
+
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_a_1x_classifier_with_a_1x_metric(tmp_path: Path, nproc: int) -> None:
-    done = accmt("launch", "--cpu", "-N", str(nproc), str(WORKERS / "one_x_classifier.py"),
-                 str(tmp_path))  # fmt: skip
-    assert done.returncode == 0, done.stderr[-4000:]
-    records = read_ranks(tmp_path, nproc)
+    records = launch("one_x_classifier.py", tmp_path, nproc)
     for record in records:
         assert (record["world"], record["finished"]) == (nproc, True)
         found = record["metrics"]["validation"]
@@ -27,3 +33,31 @@ def test_a_1x_classifier_with_a_1x_metric(tmp_path: Path, nproc: int) -> None:
         assert found["accuracy"] == record["by_hand"]
         assert found["accuracy"] > 0.8
         assert record["metrics"] == records[0]["metrics"]
+
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_a_1x_program_using_1x_s_trainer_options(tmp_path: Path, nproc: int) -> None:
+    records = launch("one_x_options.py", tmp_path, nproc)
+    for record in records:
+        assert (record["world"], record["finished"]) == (nproc, True)
+        # sampler_val chose 101 samples: the 1.x metric of one argument, given alone, saw each
+        # once (the padding of 2 processes dropped), through validation_step(self, batch).
+        assert record["metrics"]["validation"]["accuracy"] == record["by_hand"]
+        assert record["metrics"] == records[0]["metrics"]
+        # Each 1.x spelling warned once, naming itself.
+        assert record["warnings"] == sorted([
+            "Monitor(gpu_utilization", "Trainer options after model_path are keyword-only in "
+            "accmt 2: write track_name", "Trainer(callback", "Trainer(collate_fn_train",
+            "Trainer(collate_fn_val", "Trainer(enable_checkpointing", "Trainer(log_every",
+            "Trainer(multiple_checkpoints", "Trainer(safe_mode", "Trainer(sampler_val",
+        ])  # fmt: skip
+        assert record["train_losses_logged"] == 2  # log_every=-1: once per epoch
+        # consolidate_metrics: the accuracy is logged as avg_accuracy only.
+        accuracy = record["metrics"]["validation"]["accuracy"]
+        assert record["avg_accuracy"][-1] == accuracy
+        assert record["hidden"] == []
+        assert record["hooks"] == {"before": 3, "after": 3}  # sanity check, two epochs
+        assert record["checkpointing"] == {"use_reentrant": False}
+        assert len(record["checkpoints"]) == 1  # multiple_checkpoints=False
+        assert "model.safetensors.index.json" in record["best_model"]  # max_shard_size
+    assert records[0]["artifact"]

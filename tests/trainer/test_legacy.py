@@ -17,7 +17,6 @@ from torch.utils.data import default_collate
 
 from accmt_trainer import Monitor, Trainer, TrainerConfigError
 from accmt_trainer._legacy import (
-    NEW_TRAINER_OPTIONS,
     ONE_X_POSITIONAL,
     TRACKER_PASS_THROUGHS,
     translate_1x_options,
@@ -206,13 +205,23 @@ def test_a_program_spelling_out_every_1x_default_keeps_1x_s_choices() -> None:
     )
 
 
-def test_every_option_given_is_the_trainer_s_or_one_it_must_add() -> None:
+def test_every_option_the_translation_gives_is_the_trainer_s() -> None:
     produced = {key for _, value, expected, _ in CASES for key in expected}
-    assert produced <= trainer_options() | set(NEW_TRAINER_OPTIONS)
-    # The options still to add to the Trainer are exactly those it does not have yet: when it
-    # takes one, it comes off NEW_TRAINER_OPTIONS.
-    assert set(NEW_TRAINER_OPTIONS).isdisjoint(trainer_options())
-    assert set(NEW_TRAINER_OPTIONS) <= produced
+    assert produced <= trainer_options()
+
+
+@pytest.mark.parametrize("positional", [False, True])
+def test_the_trainer_takes_a_call_spelling_out_every_1x_default(
+    tmp_path: Path, positional: bool
+) -> None:
+    defaults = dict(ONE_X_SIGNATURE[2:])
+    args, options = (list(defaults.values()), {}) if positional else ([], defaults)
+    with pytest.warns(DeprecationWarning, match=r"Trainer\(safe_mode=\.\.\.\) has no effect"):
+        trainer = Trainer(HPS, tmp_path, *args, **options)
+    assert (trainer.clip_grad, trainer.max_checkpoints, trainer.max_shard_size) == (1.0, 1, "10GB")
+    assert trainer.logging_dir == Path("logs")
+    assert trainer.step_options.set_to_none is True
+    assert trainer.loader_options.device_placement is True
 
 
 def test_2x_options_and_unknown_names_pass_through() -> None:
@@ -298,3 +307,57 @@ def test_warnings_point_at_the_program_that_called_the_trainer() -> None:
         the_trainer("run", callback=CALLBACK, run_name="x")
     assert len(caught) == 3
     assert {(Path(w.filename).name, w.lineno) for w in caught} == {(Path(__file__).name, line)}
+
+
+# The Trainer itself: 1.x calls are translated, 2.x calls are as they were.
+
+HPS = {"epochs": 1, "batch_size": 4}
+
+
+def test_a_1x_positional_call_builds_the_trainer_with_warnings_at_the_call(
+    tmp_path: Path,
+) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        trainer = Trainer(HPS, tmp_path, "my-run", False, False, 3)  # type: ignore[misc]
+    assert (trainer.track_name, trainer.checkpoint_schedule, trainer.max_checkpoints) == (
+        "my-run",
+        None,
+        1,  # multiple_checkpoints=False wins over max_checkpoints, as in 1.x
+    )
+    assert len(caught) == 3
+    assert all(w.category is DeprecationWarning for w in caught)
+    assert {(Path(w.filename).name, w.lineno) for w in caught} == {(Path(__file__).name, line)}
+
+
+def test_a_1x_keyword_call_is_translated(tmp_path: Path) -> None:
+    from accmt_callbacks import Callback
+
+    callback = Callback()
+    with pytest.warns(DeprecationWarning, match=r"use Trainer\(callbacks=\[\.\.\.\]\)"):
+        trainer = Trainer(HPS, tmp_path, callback=callback)  # type: ignore[call-arg]
+    assert list(trainer.callbacks.callbacks) == [callback]
+
+
+def test_a_2x_call_gives_no_warning_and_keeps_its_defaults(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trainer = Trainer(hps_config=HPS, model_path=tmp_path, track_name="x", log_every=3)
+    assert (trainer.track_name, trainer.log_every, trainer.clip_grad) == ("x", 3, None)
+    assert trainer.checkpoint_schedule is not None  # "epoch"
+
+
+def test_an_unknown_keyword_is_a_type_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'no_such_option'"):
+        Trainer(HPS, tmp_path, no_such_option=1)  # type: ignore[call-arg]
+    with pytest.raises(TrainerConfigError, match=r"Trainer\(log_every=\.\.\.\)"):
+        Trainer(HPS, tmp_path, log_every=0)
+
+
+def test_the_trainer_s_signature_is_its_typed_2x_options() -> None:
+    parameters = inspect.signature(Trainer).parameters
+    assert list(parameters)[:2] == ["hps_config", "model_path"]
+    kinds = {parameter.kind for name, parameter in parameters.items()
+             if name not in ("hps_config", "model_path")}  # fmt: skip
+    assert kinds == {inspect.Parameter.KEYWORD_ONLY}

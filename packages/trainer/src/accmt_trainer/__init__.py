@@ -1,6 +1,7 @@
 """The accmt Trainer: write an AcceleratorModule, call ``Trainer.fit``, on Accelerate."""
 
 from ._errors import (
+    ArtifactNotFoundError,
     CheckpointError,
     HyperParametersError,
     NonFiniteLossError,
@@ -18,6 +19,7 @@ from ._trainer import Trainer
 
 __all__ = [
     "AcceleratorModule",
+    "ArtifactNotFoundError",
     "CheckpointError",
     "ExtendedAcceleratorModule",
     "HyperParameters",

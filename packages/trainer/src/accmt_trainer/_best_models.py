@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 import torch
 from accelerate import Accelerator
+from accelerate.utils import convert_file_size_to_int
 
-from accmt_callbacks import EarlyStopping
+from accmt_callbacks import Callback, CallbackHandler, EarlyStopping
 from accmt_state import write_json
 
 from ._errors import TrainerConfigError
@@ -57,6 +58,7 @@ class BestModels:
         model_path: Path,
         greater_is_better: Callable[[str], bool],
         guard: NonFiniteGuard,
+        max_shard_size: int | str = "10GB",
     ) -> None:
         self.accelerator = accelerator
         self.model = model
@@ -65,6 +67,7 @@ class BestModels:
         self.model_path = model_path
         self.greater_is_better = greater_is_better
         self.guard = guard
+        self.max_shard_size = max_shard_size
         self.patience = {name: RulePatience(name, count) for name, count in patience.items()}
         if accelerator.is_main_process:
             for rule in rules:
@@ -103,7 +106,9 @@ class BestModels:
             shutil.rmtree(staging, ignore_errors=True)
             staging.mkdir(parents=True)
         accelerator.wait_for_everyone()
-        accelerator.save_model(self.model, str(staging), safe_serialization=True)
+        accelerator.save_model(
+            self.model, str(staging), max_shard_size=self.max_shard_size, safe_serialization=True
+        )
         # Every process must be done with the staging folder before it is renamed.
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
@@ -123,6 +128,11 @@ def best_key(rule: SavingRule, key: str) -> str:
     return rule.name if len(rule.watched) == 1 else f"{rule.name}::{key}"
 
 
+def user_callbacks(callbacks: CallbackHandler) -> list[Callback]:
+    """The callbacks of ``callbacks`` that are not a saving rule's patience."""
+    return [c for c in callbacks.callbacks if not isinstance(c, RulePatience)]
+
+
 def choose_rules(
     registered: Mapping[str, SavingRule], disabled: bool, has_validation: bool
 ) -> list[SavingRule]:
@@ -132,6 +142,20 @@ def choose_rules(
     if registered:
         return list(registered.values())
     return [parse_rule("best_valid_loss" if has_validation else "best_train_loss")]
+
+
+def check_shard_size(value: int | str) -> int | str:
+    """``max_shard_size``: bytes, or a size such as ``"10GB"`` or ``"500MB"``."""
+    try:
+        valid = convert_file_size_to_int(value) > 0 and not isinstance(value, bool)
+    except (ValueError, TypeError, AttributeError):
+        valid = False
+    if not valid:
+        raise TrainerConfigError(
+            f"Trainer(max_shard_size=...): expected a number of bytes or a size such as "
+            f"'10GB' or '500MB', got {value!r}"
+        )
+    return value
 
 
 def patience_per_rule(

@@ -34,6 +34,10 @@ class CheckpointError(TrainerError, RuntimeError):
     why and names the file."""
 
 
+class ArtifactNotFoundError(TrainerError, FileNotFoundError):
+    """``Trainer.log_artifact`` or ``log_artifacts`` was given a path that does not exist."""
+
+
 class StepOutputError(TrainerError, TypeError):
     """``training_step`` or ``validation_step`` returned something the Trainer cannot use."""
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import torch
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
@@ -13,9 +15,10 @@ from torch.utils.data import DataLoader
 from accmt_callbacks import CallbackHandler
 from accmt_metrics import Metric
 
+from ._consolidation import MetricConsolidation
 from ._loss_window import LossWindow
 from ._monitor import Monitor
-from ._step_outputs import split_validation_output
+from ._step_outputs import split_validation_output, validation_call
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
@@ -23,6 +26,15 @@ if TYPE_CHECKING:
     from ._module import AcceleratorModule
 
 Results = dict[str, dict[str, float]]
+
+
+@attrs.frozen(kw_only=True)
+class EvaluationOptions:
+    """The Trainer's options of an evaluation."""
+
+    module_hooks: bool = True
+    """Call the module's ``before_eval()`` and ``after_eval()`` around each evaluation."""
+    consolidation: MetricConsolidation | None = None
 
 
 class Evaluation:
@@ -41,6 +53,7 @@ class Evaluation:
         *,
         monitor: Monitor,
         log: Callable[[Mapping[str, float]], None],
+        options: EvaluationOptions | None = None,
     ) -> None:
         self.accelerator = accelerator
         self.module = module
@@ -50,6 +63,9 @@ class Evaluation:
         self.state = state
         self.monitor = monitor
         self.log = log
+        self.options = options or EvaluationOptions()
+        # Read once: whether validation_step takes the set's key (a 1.x module may not).
+        self.validation_step = validation_call(module, self.loaders) if self.loaders else None
 
     @property
     def has_data(self) -> bool:
@@ -61,21 +77,29 @@ class Evaluation:
 
     def run(self) -> Results:
         """Evaluate every set; record and log the results. The loop fires the hooks around it."""
-        model = self.module.model
-        model.eval()
-        with torch.no_grad():
+        with self._evaluating():
             results = {key: self._evaluate_set(key, loader) for key, loader in self.loaders.items()}
-        model.train()
         self._record(results)
         return results
+
+    @contextlib.contextmanager
+    def _evaluating(self) -> Iterator[None]:
+        """The model in eval mode without gradients, inside the module's eval hooks."""
+        module, model = self.module, self.module.model
+        if self.options.module_hooks:
+            module.before_eval()
+        model.eval()
+        with torch.no_grad():
+            yield
+        model.train()
+        if self.options.module_hooks:
+            module.after_eval()
 
     def sanity_check(self) -> dict[str, list[str]]:
         """``validation_step`` and the metrics on the first batch of each set, without hooks
         or counters; the names each set reports. The metrics are left empty."""
         reported: dict[str, list[str]] = {}
-        model = self.module.model
-        model.eval()
-        with torch.no_grad():
+        with self._evaluating():
             for key, loader in self.loaders.items():
                 loss_window = LossWindow(self.accelerator.device)
                 metrics = _unsized_copies(self.metrics[key])
@@ -87,7 +111,8 @@ class Evaluation:
                 if end is not None:
                     end()
                 reported[key] = sorted(self._values(loss_window, metrics))
-        model.train()
+        if self.options.consolidation is not None:
+            self.options.consolidation.check(reported)
         return reported
 
     def _evaluate_set(self, key: str, loader: DataLoader[Any]) -> dict[str, float]:
@@ -105,12 +130,14 @@ class Evaluation:
     def _add_batch(
         self, key: str, batch: Any, loss_window: LossWindow, metrics: Mapping[str, Metric]
     ) -> None:
-        output = self.module.validation_step(key, batch)
-        loss, pairs = split_validation_output(self.module, key, output, metrics)
+        assert self.validation_step is not None  # there is a batch, so there are sets
+        output = self.validation_step(key, batch)
+        where = self.validation_step.where(key)
+        loss, arguments = split_validation_output(where, key, output, metrics)
         if loss is not None:
             loss_window.add(loss)
-        for name, (predictions, references) in pairs.items():
-            metrics[name].add_batch(predictions, references)
+        for name, args in arguments.items():
+            metrics[name].add_batch(*args)
 
     def _values(self, loss_window: LossWindow, metrics: Mapping[str, Metric]) -> dict[str, float]:
         """The set's loss and metrics over every process; the metrics are reset."""
@@ -136,12 +163,14 @@ class Evaluation:
 
     def _logged(self, results: Results) -> dict[str, float]:
         monitor = self.monitor
-        return {
+        logged = {
             f"{key}/{name}": value
             for key, values in results.items()
             for name, value in values.items()
             if (monitor.validation_loss if name == "loss" else monitor.additional_metrics)
         }
+        consolidation = self.options.consolidation
+        return logged if consolidation is None else consolidation.logged(results, logged)
 
 
 def _unsized_copies(metrics: Mapping[str, Metric]) -> dict[str, Metric]:

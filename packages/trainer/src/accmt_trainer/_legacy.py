@@ -19,16 +19,17 @@ refuse. Contradictory spellings (``callback`` and ``callbacks``) raise
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ParamSpec, cast
 
 import attrs
 import yaml
 from torch.utils.data import default_collate
 
 from ._errors import TrainerConfigError
-from ._monitor import Monitor
+from ._monitor import ONE_X_FLAGS, Monitor, one_x_flags
 
 # accmt 1.9.5.1's Trainer.__init__ after hps_config and model_path, in order: the positional
 # arguments a 1.x program may pass.
@@ -51,26 +52,13 @@ ONE_X_POSITIONAL = (
 # 1.x's only tracker was MLflow; its **kwargs went to MLflow's tracker as these.
 TRACKER_PASS_THROUGHS = ("run_id", "tags", "nested_run", "run_name", "description")
 
-# The options this translation gives that the 2.x Trainer must take (accmt 1.x's meanings are
-# in the docs' migration page). The others it gives are the Trainer's already.
-NEW_TRAINER_OPTIONS = (
-    "gradient_checkpointing", "gradient_checkpointing_kwargs", "set_to_none", "val_sampler",
-    "batch_sampler", "val_batch_sampler", "val_collate_fn", "max_shard_size", "compile_kwargs",
-    "consolidate_metrics", "additional_metric_consolidation", "report_all_metrics",
-    "cleanup_cache_every_n_steps", "additional_tracker_config", "batch_device_placement",
-    "module_hooks", "reset_optimizer_every_n_steps", "tracker_init_kwargs",
-)  # fmt: skip
+P = ParamSpec("P")
 
-_MONITOR_FLAGS = {
-    "learning_rate": "learning_rate",
-    "epoch": "epoch",
-    "train_loss": "train_loss",
-    "validation_loss": "validation_loss",
-    "additional_metrics": "additional_metrics",
-    "grad_norm": "grad_norm",
-    "gpu_utilization": "memory",
-    "cpu_utilization": "memory",
-}
+# accmt 1.x's Monitor flags (a dict or YAML file of them was its Trainer's monitor=).
+_MONITOR_FLAGS = (
+    "learning_rate", "epoch", "train_loss", "validation_loss", "additional_metrics",
+    "grad_norm", *ONE_X_FLAGS,
+)  # fmt: skip
 
 
 @attrs.frozen
@@ -183,17 +171,14 @@ def _monitor(value: Any, given: Mapping[str, Any]) -> Translation:
 
 
 def _monitor_from_1x(config: Mapping[str, Any]) -> Monitor:
-    unknown = sorted(set(config) - set(_MONITOR_FLAGS) - {"checkpoint"})
+    unknown = sorted(set(config) - set(_MONITOR_FLAGS))
     if unknown:
         raise TrainerConfigError(
             f"Trainer(monitor=...): accmt 1.x's Monitor has no {', '.join(unknown)}; its flags "
-            f"are {', '.join([*_MONITOR_FLAGS, 'checkpoint'])}"
+            f"are {', '.join(_MONITOR_FLAGS)}"
         )
-    flags: dict[str, bool] = {}
-    for key, value in config.items():
-        if key in _MONITOR_FLAGS:  # 1.x's "checkpoint" flag logged nothing worth keeping
-            new = _MONITOR_FLAGS[key]
-            flags[new] = flags.get(new, False) or bool(value)
+    # One warning for the whole dict is given by the caller.
+    flags, _ = one_x_flags(config)
     return Monitor(**flags)
 
 
@@ -302,3 +287,18 @@ def _tracker_pass_throughs(given: Mapping[str, Any], result: dict[str, Any]) -> 
         f"Trainer(tracker_init_kwargs={{'mlflow': {{'{name}': ...}}}})"
         for name in passed
     ]
+
+
+def accepts_1x_options(init: Callable[P, None]) -> Callable[P, None]:
+    """Let ``init`` (the Trainer's ``__init__``, whose options after ``model_path`` are
+    keyword-only) also take accmt 1.x's calls: positional options in 1.9.5.1's order and 1.x's
+    keywords, translated by :func:`translate_1x_options` with their warnings pointing at the
+    caller's line. The signature seen by type checkers and ``inspect`` stays ``init``'s; a name
+    that is neither 1.x's nor 2.x's is refused by ``init`` itself, as Python would."""
+
+    @functools.wraps(init)
+    def wrapper(self: Any, hps_config: Any, model_path: Any, *args: Any, **options: Any) -> None:
+        translated = translate_1x_options(args, options, stacklevel=1)
+        cast(Callable[..., None], init)(self, hps_config, model_path, **translated)
+
+    return cast(Callable[P, None], wrapper)

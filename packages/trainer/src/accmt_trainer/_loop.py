@@ -8,7 +8,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import torch
@@ -45,7 +45,8 @@ class LoopOptions:
     """The Trainer's options that shape the loop."""
 
     epochs: int
-    log_every: int
+    log_every: int | Literal["epoch"]
+    """Every N optimizer steps, or once at the end of each epoch (the epoch's mean loss)."""
     evaluate_every_n_steps: int | None
     evaluate_every_n_epochs: int
     eval_when_start: bool
@@ -94,7 +95,7 @@ class TrainingLoop:
         if not self._accumulating:
             run.accelerator.sync_gradients = True
         self._last_checkpoint: tuple[int, int, int] | None = None
-        self._last_log_time = time.perf_counter()
+        self._last_log = (time.perf_counter(), 0)  # when, and at which batch_iteration
 
     # ----------------------------------------------------------------------------- run
 
@@ -157,7 +158,7 @@ class TrainingLoop:
         self.owners.progress.start_epoch(
             state.epoch, self.options.epochs, total, state.batches_seen_in_epoch
         )
-        self._last_log_time = time.perf_counter()
+        self._last_log = (time.perf_counter(), state.batch_iteration)
         for batch in rest or iter(self._epoch_loader()):
             if state.batches_seen_in_epoch == total - 1:
                 state.is_last_training_batch = True
@@ -191,6 +192,8 @@ class TrainingLoop:
         if train_loss is not None and train_loss < state.best_train_loss:
             state.best_train_loss = train_loss
         owners.optimizer_step.end_epoch()
+        if self.options.log_every == "epoch":
+            self._log_training()
         evaluate = self._epoch_end_evaluates() and not self.callbacks.should_stop
         if evaluate:
             self._evaluate()
@@ -239,7 +242,8 @@ class TrainingLoop:
 
     def _after_optimizer_step(self) -> None:
         step, options = self.state.global_step, self.options
-        if step % options.log_every == 0:
+        self.owners.optimizer_step.after_step(step)
+        if options.log_every != "epoch" and step % options.log_every == 0:
             self._log_training()
         every = options.evaluate_every_n_steps
         evaluated = False
@@ -316,12 +320,11 @@ class TrainingLoop:
 
     def _throughput(self) -> float:
         """Samples of all processes per second since the last log (or the epoch's start)."""
-        now = time.perf_counter()
-        accelerator = self.run.accelerator
-        batches = self.options.log_every * accelerator.gradient_accumulation_steps
-        samples = batches * self.options.train_batch_size * accelerator.num_processes
-        elapsed, self._last_log_time = now - self._last_log_time, now
-        return float(samples) / max(elapsed, 1e-9)
+        now, batch = time.perf_counter(), self.state.batch_iteration
+        (then, then_batch), self._last_log = self._last_log, (now, batch)
+        processes = self.run.accelerator.num_processes
+        samples = (batch - then_batch) * self.options.train_batch_size * processes
+        return float(samples) / max(now - then, 1e-9)
 
 
 def _memory_gib(device: torch.device) -> float:

@@ -25,9 +25,9 @@ class AcceleratorModule:
 
     Optionally set ``self.teacher`` (a model kept in eval mode, never updated, moved to the
     device) and override :meth:`validation_step`, :meth:`get_optimizer`,
-    :meth:`get_scheduler`, :meth:`get_train_dataloader`, :meth:`get_validation_dataloader` and
-    :meth:`collate_fn`. While :meth:`Trainer.fit` runs, ``self.accelerator``, ``self.state``
-    and ``self.trainer`` are bound.
+    :meth:`get_scheduler`, :meth:`get_train_dataloader`, :meth:`get_validation_dataloader`,
+    :meth:`collate_fn`, :meth:`before_eval` and :meth:`after_eval`. While :meth:`Trainer.fit`
+    runs, ``self.accelerator``, ``self.state`` and ``self.trainer`` are bound.
 
     accmt 1.x's helpers are here too: calling the module runs :meth:`forward` (the model, by
     default), ``len(module)`` is the model's number of parameters, :meth:`pad`,
@@ -53,8 +53,10 @@ class AcceleratorModule:
     def validation_step(self, key: str, batch: Any) -> torch.Tensor | dict[str, Any]:
         """Evaluate one batch of the validation set named ``key``.
 
-        Return the loss, or a dict with ``"loss"`` and, for each metric by name, a pair
-        ``(predictions, references)``, e.g. ``{"loss": loss, "accuracy": (preds, labels)}``.
+        Return the loss, or a dict with ``"loss"`` and, for each metric by name, the tuple of
+        its ``add_batch`` arguments (or its one argument), e.g.
+        ``{"loss": loss, "accuracy": (preds, labels)}``. With one validation set, a subclass
+        may define ``validation_step(self, batch)`` instead (accmt 1.x).
         """
         raise NotImplementedError(
             f"{type(self).__name__} was given validation data but does not override "
@@ -87,6 +89,14 @@ class AcceleratorModule:
         """Collate samples into a batch. Not overridden: the Trainer's ``collate_fn`` option,
         else PyTorch's default."""
         raise NotImplementedError
+
+    def before_eval(self) -> None:
+        """Called before each evaluation (and the sanity check's batches), with the
+        Trainer's ``module_hooks=True`` (the default). Does nothing unless overridden."""
+
+    def after_eval(self) -> None:
+        """Called after each evaluation (and the sanity check's batches), with the
+        Trainer's ``module_hooks=True`` (the default). Does nothing unless overridden."""
 
     def log(self, values: dict[str, float], step: int | None = None) -> None:
         """Log extra values to the trackers (at the current global step by default)."""

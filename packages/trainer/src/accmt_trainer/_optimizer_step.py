@@ -7,17 +7,37 @@ gradient accumulation, clipping, mixed precision, the scheduler and their hooks 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+import attrs
 import torch
 from accelerate import Accelerator
+from accelerate.utils import memory
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
 from accmt_callbacks import CallbackHandler
 
+from ._option_checks import positive_int
+
 if TYPE_CHECKING:
     from accmt_state import TrainingState
+
+
+def _every(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    positive_int(attribute.name, value, allow_none=True)
+
+
+@attrs.frozen(kw_only=True)
+class StepOptions:
+    """accmt 1.x's options of the optimizer step."""
+
+    set_to_none: bool = True
+    """``optimizer.zero_grad(set_to_none=...)``."""
+    reset_optimizer_every_n_steps: int | None = attrs.field(default=None, validator=_every)
+    """Clear the optimizer's state (moments, step counts) every N optimizer steps."""
+    cleanup_cache_every_n_steps: int | None = attrs.field(default=None, validator=_every)
+    """Empty the accelerator's cache (Accelerate's ``clear_device_cache``) every N steps."""
 
 
 class OptimizerStep:
@@ -41,7 +61,8 @@ class OptimizerStep:
         clip_grad: float | None,
         scheduler_per_epoch: bool,
         skip_nonfinite: bool,
-        grad_norm_every: int | None,
+        grad_norm_every: int | Literal["epoch"] | None,
+        options: StepOptions | None = None,
     ) -> None:
         self.accelerator = accelerator
         self.model = model
@@ -53,6 +74,7 @@ class OptimizerStep:
         self.scheduler_per_epoch = scheduler_per_epoch
         self.skip_nonfinite = skip_nonfinite
         self.grad_norm_every = grad_norm_every
+        self.options = options or StepOptions()
         self.stepped = False
         """Whether the optimizer stepped on the current batch."""
         self._grad_norm: Any = None
@@ -108,8 +130,19 @@ class OptimizerStep:
             return
         optimizer = optimizer or self.optimizer
         self.callbacks.call("on_before_zero_grad", optimizer)
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad(set_to_none=self.options.set_to_none)
         self.callbacks.call("on_after_zero_grad", optimizer)
+
+    def after_step(self, global_step: int) -> None:
+        """Called by the loop after each optimizer step (``global_step`` counts it): resets the
+        optimizer's state and empties the device cache when they are due."""
+        options = self.options
+        every = options.reset_optimizer_every_n_steps
+        if every is not None and global_step % every == 0:
+            self.optimizer.state.clear()
+        every = options.cleanup_cache_every_n_steps
+        if every is not None and global_step % every == 0:
+            memory.clear_device_cache(garbage_collection=True)
 
     def step(self, loss: torch.Tensor) -> None:
         """The whole optimizer step of an ordinary training batch."""
@@ -127,7 +160,10 @@ class OptimizerStep:
 
     def _measure_grad_norm(self) -> None:
         every = self.grad_norm_every
-        logged = every is not None and (self.state.global_step + 1) % every == 0
+        if every == "epoch":
+            logged = self.state.is_last_training_batch
+        else:
+            logged = every is not None and (self.state.global_step + 1) % every == 0
         if self.clip_grad is None and not self.skip_nonfinite and not logged:
             return
         limit = math.inf if self.clip_grad is None else self.clip_grad

@@ -19,6 +19,17 @@ def positive_int(name: str, value: Any, *, allow_none: bool = False) -> Any:
     return value
 
 
+def log_every_value(value: Any) -> Any:
+    """``log_every``: a whole number of optimizer steps, or ``"epoch"``."""
+    if value == "epoch":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TrainerConfigError(
+            f"Trainer(log_every=...): expected a whole number >= 1 or 'epoch', got {value!r}"
+        )
+    return value
+
+
 def clip_value(value: Any) -> float | None:
     if value is None:
         return None

@@ -8,11 +8,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from accmt_callbacks import Callback, EarlyStopping
 
 from ._errors import TrainerConfigError
+from ._module import AcceleratorModule
 from ._option_checks import suggest
 from ._saving_rules import TRAIN_LOSS, VALID_LOSS, SavingRule
+
+
+def check_module(module: AcceleratorModule) -> None:
+    """``fit``'s module: an AcceleratorModule whose ``model`` is set."""
+    if not isinstance(module, AcceleratorModule):
+        raise TypeError(f"Trainer.fit: module must be an AcceleratorModule, got {module!r}")
+    if not isinstance(getattr(module, "model", None), torch.nn.Module):
+        raise TrainerConfigError(
+            f"Trainer.fit: {type(module).__name__}.model must be set to a torch.nn.Module "
+            "before fit"
+        )
 
 
 def check_datasets(train_dataset: Any, val_sets: Mapping[str, Any]) -> None:

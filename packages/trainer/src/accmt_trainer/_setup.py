@@ -4,8 +4,9 @@ loaders, each validation set's metrics, the optimizer and scheduler."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,10 @@ import attrs
 import torch
 from accelerate import Accelerator
 from accelerate.data_loader import DataLoaderShard
-from accelerate.utils import DataLoaderConfiguration
+from accelerate.utils import DataLoaderConfiguration, TorchDynamoPlugin
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import BatchSampler, DataLoader, Dataset, Sampler
 
 from accmt_decorators import current_process
 from accmt_metrics import Metric
@@ -40,18 +41,75 @@ class AcceleratorOptions:
     log_with: list[str] | None
     logging_dir: Path
     compile: bool
+    compile_kwargs: Mapping[str, Any] = attrs.field(factory=dict)
+
+    def dynamo_plugin(self) -> TorchDynamoPlugin | None:
+        """Accelerate's torch dynamo settings: inductor unless ``compile_kwargs`` says."""
+        if not self.compile:
+            return None
+        return TorchDynamoPlugin(**{"backend": "inductor", **self.compile_kwargs})
+
+
+def check_compile_kwargs(compile_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``compile_kwargs`` are fields of Accelerate's TorchDynamoPlugin (torch.compile's)."""
+    if compile_kwargs is None:
+        return {}
+    known = {field.name for field in dataclasses.fields(TorchDynamoPlugin)}
+    unknown = sorted(set(compile_kwargs) - known)
+    if unknown:
+        raise TrainerConfigError(
+            f"Trainer(compile_kwargs=...): Accelerate's TorchDynamoPlugin takes no "
+            f"{', '.join(map(repr, unknown))}; it takes {sorted(known)}"
+        )
+    return dict(compile_kwargs)
 
 
 @attrs.frozen(kw_only=True)
 class LoaderOptions:
-    """How the Trainer builds the loaders a module does not build itself."""
+    """How the Trainer builds the loaders a module does not build itself: the training loader
+    from ``sampler`` / ``batch_sampler`` / ``collate_fn``, each validation loader from the
+    ``val_`` ones (``val_collate_fn`` defaults to ``collate_fn``). A batch sampler makes the
+    batches: the batch size, shuffling and ``drop_last`` are then its own."""
 
     num_workers: int
     pin_memory: bool
     drop_last: bool
     shuffle_train: bool
-    sampler: Sampler[Any] | None
-    collate_fn: Callable[[list[Any]], Any] | None
+    sampler: Sampler[Any] | None = None
+    batch_sampler: BatchSampler | Sampler[list[Any]] | None = None
+    collate_fn: Callable[[list[Any]], Any] | None = None
+    val_sampler: Sampler[Any] | None = None
+    val_batch_sampler: BatchSampler | Sampler[list[Any]] | None = None
+    val_collate_fn: Callable[[list[Any]], Any] | None = None
+    device_placement: bool = True
+    """False leaves batches where the loader made them (on the CPU); the module moves them."""
+
+    def __attrs_post_init__(self) -> None:
+        for sampler, batch_sampler in (("sampler", "batch_sampler"),
+                                       ("val_sampler", "val_batch_sampler")):  # fmt: skip
+            if getattr(self, sampler) is not None and getattr(self, batch_sampler) is not None:
+                raise TrainerConfigError(
+                    f"Trainer({sampler}=..., {batch_sampler}=...): a batch sampler chooses the "
+                    f"samples itself; give only one of them"
+                )
+
+
+@attrs.frozen
+class GradientCheckpointing:
+    """accmt 1.x's ``gradient_checkpointing``: the model's own, turned on before it is
+    prepared, with ``gradient_checkpointing_kwargs``."""
+
+    kwargs: Mapping[str, Any] | None = None
+
+    def enable(self, model: torch.nn.Module) -> None:
+        enable = getattr(model, "gradient_checkpointing_enable", None)
+        if not callable(enable):
+            raise TrainerConfigError(
+                f"Trainer(gradient_checkpointing=True): {type(model).__name__} has no "
+                "gradient_checkpointing_enable(gradient_checkpointing_kwargs=...) method (a "
+                "transformers model has one); add one, or leave gradient_checkpointing off"
+            )
+        enable(gradient_checkpointing_kwargs=None if self.kwargs is None else dict(self.kwargs))
 
 
 @attrs.define(kw_only=True)
@@ -82,7 +140,7 @@ def make_accelerator(options: AcceleratorOptions) -> Accelerator:
         ),
         log_with=options.log_with,
         project_dir=str(options.logging_dir),
-        dynamo_backend="inductor" if options.compile else None,
+        dynamo_plugin=options.dynamo_plugin(),
     )
 
 
@@ -93,9 +151,12 @@ def prepare_run(
     datasets: tuple[Dataset[Any], dict[str, Dataset[Any]]],
     loader_options: LoaderOptions,
     metrics: MetricsOption,
+    gradient_checkpointing: GradientCheckpointing | None = None,
 ) -> Run:
     """Loaders, model, metrics, optimizer and scheduler, prepared in Accelerate's order."""
     train_dataset, val_sets = datasets
+    if gradient_checkpointing is not None:
+        gradient_checkpointing.enable(module.model)
     train_loader = module.get_train_dataloader(train_dataset) or _loader(
         module, train_dataset, hps.train_batch_size, loader_options, train=True
     )
@@ -104,8 +165,15 @@ def prepare_run(
         or _loader(module, dataset, hps.val_batch_size, loader_options, train=False)
         for key, dataset in val_sets.items()
     }
-    model, prepared_train = accelerator.prepare(module.model, train_loader)
-    prepared_val = {key: accelerator.prepare(loader) for key, loader in val_loaders.items()}
+    # None: Accelerate's own placement (on the device); False: the batches stay on the CPU.
+    placement = None if loader_options.device_placement else False
+    model, prepared_train = accelerator.prepare(
+        module.model, train_loader, device_placement=None if placement is None else [None, False]
+    )
+    prepared_val = {
+        key: accelerator.prepare_data_loader(loader, device_placement=placement)
+        for key, loader in val_loaders.items()
+    }
     if module.teacher is not None:
         module.teacher.requires_grad_(False)
         module.teacher = accelerator.prepare_model(module.teacher, evaluation_mode=True)
@@ -121,7 +189,7 @@ def prepare_run(
         model=model,
         train_loader=prepared_train,
         val_loaders=prepared_val,
-        val_metrics=metrics_per_set(metrics, val_sets),
+        val_metrics=metrics_per_set(metrics, {k: samples(val_loaders[k]) for k in val_sets}),
         optimizer=optimizer,
         scheduler=scheduler,
         steps_per_epoch=steps_per_epoch,
@@ -140,9 +208,10 @@ def named_sets(
 
 
 def metrics_per_set(
-    metrics: MetricsOption, val_sets: Mapping[str, Dataset[Any]]
+    metrics: MetricsOption, val_sets: Mapping[str, int | None]
 ) -> dict[str, list[Metric]]:
-    """Each set's own copies of its metrics, sized to the set."""
+    """Each set's own copies of its metrics, sized to the samples an evaluation of the set
+    gives (``val_sets``: set -> that number, None when unknown)."""
     if isinstance(metrics, Mapping):
         unknown = set(metrics) - set(val_sets)
         if unknown:
@@ -156,17 +225,21 @@ def metrics_per_set(
     # Each set accumulates into its own copies, so one set's batches never mix with another's.
     per_set = {key: [copy.deepcopy(metric) for metric in ms] for key, ms in chosen.items()}
     for key, ms in per_set.items():
-        size = _length(val_sets[key])
         for metric in ms:
-            metric.num_samples = size
+            metric.num_samples = val_sets[key]
     return per_set
 
 
-def _metric_list(metrics: Metric | Sequence[Metric] | None) -> list[Metric]:
+def _metric_list(metrics: Any) -> list[Metric]:
     if metrics is None:
         return []
     if isinstance(metrics, Metric):
         return [metrics]
+    if not isinstance(metrics, Iterable) or isinstance(metrics, str):
+        raise TrainerConfigError(
+            f"Trainer(metrics=...): expected a Metric, a list of them, or a dict of them by "
+            f"validation set, got {type(metrics).__name__} {metrics!r}"
+        )
     listed = list(metrics)
     for metric in listed:
         if not isinstance(metric, Metric):
@@ -185,17 +258,24 @@ def _loader(
     *,
     train: bool,
 ) -> DataLoader[Any]:
-    collate = module.collate_fn if overrides(module, "collate_fn") else options.collate_fn
-    sampler = options.sampler if train else None
+    collate: Callable[[list[Any]], Any] | None
+    if overrides(module, "collate_fn"):
+        collate = module.collate_fn
+    else:
+        collate = options.collate_fn if train else options.val_collate_fn or options.collate_fn
+    common: dict[str, Any] = {"collate_fn": collate, "num_workers": options.num_workers,
+                              "pin_memory": options.pin_memory}  # fmt: skip
+    batch_sampler = options.batch_sampler if train else options.val_batch_sampler
+    if batch_sampler is not None:
+        return DataLoader(dataset, batch_sampler=batch_sampler, **common)
+    sampler = options.sampler if train else options.val_sampler
     return DataLoader(
         dataset,
         batch_size=batch_size,
         shuffle=options.shuffle_train and train and sampler is None,
         sampler=sampler,
-        collate_fn=collate,
-        num_workers=options.num_workers,
-        pin_memory=options.pin_memory,
         drop_last=train and options.drop_last,
+        **common,
     )
 
 
@@ -217,9 +297,20 @@ def _optimization(
     return prepared, accelerator.prepare_scheduler(scheduler) if scheduler is not None else None
 
 
-def _length(dataset: Dataset[Any]) -> int | None:
+def samples(loader: DataLoader[Any]) -> int | None:
+    """How many samples one pass of ``loader`` gives, where its batch sampler says so without
+    drawing (drawing would use the RNG that exact resume restores); else None."""
+    batch_sampler = loader.batch_sampler
+    if isinstance(batch_sampler, BatchSampler):
+        if batch_sampler.drop_last:
+            return len(batch_sampler) * batch_sampler.batch_size
+        return _length(batch_sampler.sampler)
+    return _length(loader.dataset) if batch_sampler is None else None
+
+
+def _length(sized: Any) -> int | None:
     try:
-        return len(dataset)  # type: ignore[arg-type]
+        return len(sized)
     except TypeError:
         return None
 

@@ -5,12 +5,16 @@ The checks read attributes only (type, shape, ``requires_grad``): they cost no d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Collection, Mapping
 from typing import Any
 
+import attrs
 import torch
 
 from ._errors import StepOutputError, TrainerConfigError
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def check_training_loss(module: object, loss: Any, *, may_be_none: bool) -> None:
@@ -40,11 +44,53 @@ def check_training_loss(module: object, loss: Any, *, may_be_none: bool) -> None
         )
 
 
+@attrs.frozen
+class ValidationCall:
+    """How the Trainer calls a module's ``validation_step``: with ``(key, batch)``, or with
+    ``(batch)`` as accmt 1.x's README wrote it (``with_key=False``)."""
+
+    module: Any
+    with_key: bool
+
+    def __call__(self, key: str, batch: Any) -> Any:
+        step = self.module.validation_step
+        return step(key, batch) if self.with_key else step(batch)
+
+    def where(self, key: str) -> str:
+        """The call, as errors name it."""
+        arguments = f"{key!r}, batch" if self.with_key else "batch"
+        return f"{type(self.module).__name__}.validation_step({arguments})"
+
+
+def validation_call(module: object, sets: Collection[str]) -> ValidationCall:
+    """Reads ``validation_step``'s signature once, at setup: two positional parameters (or
+    ``*args``) take ``(key, batch)``; one takes ``(batch)``, which only one validation set can
+    use."""
+    name = f"{type(module).__name__}.validation_step"
+    parameters = inspect.signature(module.validation_step).parameters.values()  # type: ignore[attr-defined]
+    positional = [p for p in parameters if p.kind in _POSITIONAL]
+    if len(positional) >= 2 or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return ValidationCall(module, with_key=True)
+    if len(positional) != 1:
+        raise TrainerConfigError(
+            f"{name} must take (key, batch), or (batch) with one validation set"
+        )
+    if len(sets) > 1:
+        raise TrainerConfigError(
+            f"{name}(batch) takes no key, but there are {len(sets)} validation sets "
+            f"{sorted(sets)}: define validation_step(self, key, batch)"
+        )
+    return ValidationCall(module, with_key=False)
+
+
 def split_validation_output(
-    module: object, key: str, output: Any, metric_names: Any
-) -> tuple[torch.Tensor | None, dict[str, tuple[Any, Any]]]:
-    """The loss and the ``(predictions, references)`` per metric of one validation batch."""
-    name = f"{type(module).__name__}.validation_step({key!r}, batch)"
+    name: str, key: str, output: Any, metrics: Mapping[str, Any]
+) -> tuple[torch.Tensor | None, dict[str, tuple[Any, ...]]]:
+    """The loss, and the arguments of each metric's ``add_batch``, of one validation batch.
+
+    ``name`` is the call, as errors name it. A metric's value is the tuple of its arguments
+    (``(predictions, references)``), or its one argument (accmt 1.x's metrics may take any
+    number, each a tensor or a dict of tensors)."""
     if isinstance(output, torch.Tensor):
         return _validation_loss(name, output), {}
     if not isinstance(output, Mapping):
@@ -53,22 +99,31 @@ def split_validation_output(
             "such as {'loss': loss, 'accuracy': (predictions, labels)}"
         )
     loss = _validation_loss(name, output["loss"]) if "loss" in output else None
-    pairs = {}
+    arguments = {}
     for metric, value in output.items():
         if metric == "loss":
             continue
-        if metric not in metric_names:
+        if metric not in metrics:
             raise TrainerConfigError(
                 f"{name} returned {metric!r}, but validation set {key!r} has no metric of that "
-                f"name (its metrics: {sorted(metric_names)})"
+                f"name (its metrics: {sorted(metrics)})"
             )
-        if not (isinstance(value, (tuple, list)) and len(value) == 2):
-            raise StepOutputError(
-                f"{name} returned {metric!r}: {type(value).__name__}; expected a pair "
-                "(predictions, references)"
-            )
-        pairs[metric] = (value[0], value[1])
-    return loss, pairs
+        arguments[metric] = value if isinstance(value, tuple) else (value,)
+        _check_arguments(name, metric, metrics[metric], arguments[metric])
+    return loss, arguments
+
+
+def _check_arguments(name: str, metric: str, instance: Any, arguments: tuple[Any, ...]) -> None:
+    try:
+        inspect.signature(instance.add_batch).bind(*arguments)
+    except TypeError:
+        taken = inspect.signature(instance.add_batch)
+        raise StepOutputError(
+            f"{name} returned {metric!r}: {len(arguments)} argument(s) "
+            f"({', '.join(type(a).__name__ for a in arguments)}), but "
+            f"{type(instance).__name__}.add_batch takes {taken}; return a tuple of its "
+            "arguments, e.g. (predictions, references)"
+        ) from None
 
 
 def _validation_loss(name: str, loss: Any) -> torch.Tensor:

@@ -1,12 +1,22 @@
-"""Choosing Accelerate's trackers, and flattening the run's configuration for them."""
+"""Accelerate's trackers: choosing them, starting them with the run's configuration, and
+giving them artifacts (files and folders)."""
 
 from __future__ import annotations
 
 import importlib.util
+import logging
+import shutil
+import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from accelerate import Accelerator
+
+from ._errors import ArtifactNotFoundError, TrainerConfigError
+
 LogWith = str | list[str] | None
+logger = logging.getLogger("accmt_trainer")
 
 
 def resolve_trackers(log_with: LogWith) -> list[str] | None:
@@ -33,3 +43,74 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = str(value)
     return flat
+
+
+def check_mapping(option: str, value: Any) -> dict[str, Any]:
+    """An option that is a dict with string keys, or None (an empty dict)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise TrainerConfigError(
+            f"Trainer({option}=...): expected a dict with string keys, got {value!r}"
+        )
+    return dict(value)
+
+
+def check_tracker_kwargs(init_kwargs: Any, log_with: list[str] | None) -> dict[str, Any]:
+    """``tracker_init_kwargs``: ``{tracker name: its arguments}``. Arguments for a tracker the
+    run does not use are left unused, with a warning (accmt 1.x ignored them silently)."""
+    checked = check_mapping("tracker_init_kwargs", init_kwargs)
+    for name, arguments in checked.items():
+        if not isinstance(arguments, Mapping):
+            raise TrainerConfigError(
+                f"Trainer(tracker_init_kwargs=...): expected {{tracker name: {{argument: "
+                f"value}}}}, got {name!r}: {arguments!r}"
+            )
+    unused = sorted(set(checked) - set(log_with or []))
+    if unused:
+        warnings.warn(
+            f"Trainer(tracker_init_kwargs=...): the run has no tracker named "
+            f"{', '.join(map(repr, unused))} (log_with={log_with!r}); its arguments are unused",
+            UserWarning,
+            stacklevel=4,
+        )
+    return checked
+
+
+def start_trackers(
+    accelerator: Accelerator, name: str, config: Mapping[str, Any], init_kwargs: Mapping[str, Any]
+) -> None:
+    """Start the run's trackers with the run's configuration; ``init_kwargs`` maps a tracker's
+    name to its own arguments (``{"mlflow": {"run_name": ...}}``)."""
+    accelerator.init_trackers(name, config=flatten(config), init_kwargs=dict(init_kwargs))
+
+
+def log_artifact(accelerator: Accelerator | None, path: Path, copy_to: Path) -> None:
+    """Give the file or folder ``path`` to each started tracker that stores artifacts (MLflow,
+    through Accelerate); when none does, copy it into ``copy_to``. Trackers run on the main
+    process only, so the other processes only check that ``path`` exists."""
+    if not path.exists():
+        raise ArtifactNotFoundError(f"log_artifact: {path} does not exist")
+    if accelerator is not None and not accelerator.is_main_process:
+        return
+    if accelerator is None or not accelerator.trackers:
+        warnings.warn(
+            f"log_artifact({str(path)!r}): no tracker is running (log_with=None, or outside "
+            "fit); nothing was logged",
+            UserWarning,
+            stacklevel=3,
+        )
+        return
+    method = "log_artifacts" if path.is_dir() else "log_artifact"
+    storing = [tracker for tracker in accelerator.trackers if hasattr(tracker, method)]
+    for tracker in storing:
+        getattr(tracker, method)(str(path))
+    if not storing:
+        # TensorBoard and the like keep no artifacts: they go next to the run's logs.
+        copy_to.mkdir(parents=True, exist_ok=True)
+        target = copy_to / path.name
+        if path.is_dir():
+            shutil.copytree(path, target, dirs_exist_ok=True)
+        else:
+            shutil.copy2(path, target)
+        logger.info("%s has no artifact store: %s copied to %s", method, path, target)

@@ -7,7 +7,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from accelerate.utils import set_seed
@@ -18,35 +18,45 @@ from torch.utils.data import Dataset, Sampler
 from accmt_callbacks import Callback, CallbackHandler
 from accmt_state import TrainingState
 
-from ._best_models import BestModels, RulePatience, choose_rules, patience_per_rule
+from ._best_models import check_shard_size, user_callbacks
 from ._checkpoint_parts import Checkpointable, check_checkpointable
 from ._checkpoint_schedule import parse_checkpoint_every
 from ._checkpoints import Checkpoints
+from ._consolidation import Extra, Predicate, make_consolidation
 from ._errors import TrainerConfigError
-from ._evaluation import Evaluation
+from ._evaluation import EvaluationOptions
 from ._folder_lock import FolderLock
 from ._hyperparameters import HyperParameters
-from ._loop import LoopOptions, Owners, TrainingLoop
+from ._legacy import accepts_1x_options
+from ._loop import TrainingLoop
 from ._manifest import run_facts
 from ._module import AcceleratorModule
 from ._monitor import Monitor
-from ._nonfinite import NONFINITE_POLICIES, NonFiniteGuard, NonFinitePolicy
-from ._optimizer_step import OptimizerStep
-from ._option_checks import check_patience, clip_value, one_of, positive_int
-from ._progress_bar import ProgressBar
-from ._sanity_check import check_data, check_datasets, check_names, check_writable
+from ._nonfinite import NONFINITE_POLICIES, NonFinitePolicy
+from ._optimizer_step import OptimizerStep, StepOptions
+from ._option_checks import check_patience, clip_value, log_every_value, one_of, positive_int
+from ._owners import build_loop
+from ._sanity_check import check_data, check_datasets, check_module, check_names, check_writable
 from ._saving_rules import SavingRule, parse_rule
 from ._setup import (
     AcceleratorOptions,
+    GradientCheckpointing,
     LoaderOptions,
     MetricsOption,
-    Run,
+    check_compile_kwargs,
     make_accelerator,
     named_sets,
     prepare_run,
 )
 from ._signals import stop_on_signals
-from ._trackers import LogWith, flatten, resolve_trackers
+from ._trackers import (
+    LogWith,
+    check_mapping,
+    check_tracker_kwargs,
+    log_artifact,
+    resolve_trackers,
+    start_trackers,
+)
 
 logger = logging.getLogger("accmt_trainer")
 MIXED_PRECISION = (None, "no", "fp16", "bf16", "fp8")
@@ -63,8 +73,13 @@ class Trainer:
     of accmt 1.x, ``seed``, checkpoints and resume, best models and ``patience``, signals,
     ``sanity_check`` (one validation batch per set and every name checked before the first
     step) and ``on_nonfinite_loss`` (``"error"``, ``"warn"`` or ``"skip"``).
+
+    Options after ``model_path`` are keyword-only. accmt 1.x's calls work too: its positional
+    options and its keywords are translated, each with one DeprecationWarning naming the 2.x
+    spelling (see the migration page).
     """
 
+    @accepts_1x_options
     def __init__(
         self,
         hps_config: HyperParameters | Mapping[str, Any] | str | os.PathLike[str],
@@ -73,31 +88,49 @@ class Trainer:
         track_name: str | None = None,
         grad_accumulation_steps: int = 1,
         clip_grad: float | None = None,
+        set_to_none: bool = True,
+        reset_optimizer_every_n_steps: int | None = None,
+        cleanup_cache_every_n_steps: int | None = None,
+        gradient_checkpointing: bool = False,
+        gradient_checkpointing_kwargs: Mapping[str, Any] | None = None,
         evaluate_every_n_steps: int | None = None,
         evaluate_every_n_epochs: int = 1,
         eval_when_start: bool = False,
         eval_when_finish: bool = True,
-        log_every: int = 1,
+        module_hooks: bool = True,
+        log_every: int | Literal["epoch"] = 1,
         log_with: LogWith = "auto",
         logging_dir: str | os.PathLike[str] | None = None,
+        additional_tracker_config: Mapping[str, Any] | None = None,
+        tracker_init_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         monitor: Monitor | None = None,
         metrics: MetricsOption = None,
+        consolidate_metrics: Mapping[str, Predicate] | None = None,
+        additional_metric_consolidation: Extra | None = None,
+        report_all_metrics: bool = False,
         callbacks: Sequence[Callback] = (),
         mixed_precision: str | None = None,
         compile: bool = False,
+        compile_kwargs: Mapping[str, Any] | None = None,
         cpu: bool | None = None,
         dataloader_num_workers: int = 0,
         dataloader_pin_memory: bool = False,
         dataloader_drop_last: bool = False,
         shuffle_train: bool = True,
         sampler: Sampler[Any] | None = None,
+        batch_sampler: Sampler[list[Any]] | None = None,
         collate_fn: Callable[[list[Any]], Any] | None = None,
+        val_sampler: Sampler[Any] | None = None,
+        val_batch_sampler: Sampler[list[Any]] | None = None,
+        val_collate_fn: Callable[[list[Any]], Any] | None = None,
+        batch_device_placement: bool = True,
         seed: int | None = None,
         progress_bar: bool = True,
         checkpoint_every: str | None = "epoch",
         resume: bool | int | None = None,
         max_checkpoints: int | None = None,
         disable_model_saving: bool = False,
+        max_shard_size: int | str = "10GB",
         patience: int | Mapping[str, int] | None = None,
         handle_signals: bool = True,
         sanity_check: bool = True,
@@ -111,6 +144,13 @@ class Trainer:
             "grad_accumulation_steps", grad_accumulation_steps
         )
         self.clip_grad = clip_value(clip_grad)
+        self.step_options = StepOptions(
+            set_to_none=set_to_none, reset_optimizer_every_n_steps=reset_optimizer_every_n_steps,
+            cleanup_cache_every_n_steps=cleanup_cache_every_n_steps,
+        )  # fmt: skip
+        self.gradient_checkpointing = (
+            GradientCheckpointing(gradient_checkpointing_kwargs) if gradient_checkpointing else None
+        )
         self.evaluate_every_n_steps = positive_int(
             "evaluate_every_n_steps", evaluate_every_n_steps, allow_none=True
         )
@@ -118,24 +158,32 @@ class Trainer:
             "evaluate_every_n_epochs", evaluate_every_n_epochs
         )
         self.eval_when_start, self.eval_when_finish = eval_when_start, eval_when_finish
-        self.log_every = positive_int("log_every", log_every)
+        self.log_every = log_every_value(log_every)
         self.log_with = resolve_trackers(log_with)
         self.logging_dir = Path(logging_dir) if logging_dir else self.model_path / "logs"
+        self.tracker_config = check_mapping("additional_tracker_config", additional_tracker_config)
+        self.tracker_init_kwargs = check_tracker_kwargs(tracker_init_kwargs, self.log_with)
         self.monitor = monitor or Monitor()
         self.metrics = metrics
+        self.evaluation_options = EvaluationOptions(
+            module_hooks=module_hooks,
+            consolidation=make_consolidation(
+                consolidate_metrics, additional_metric_consolidation, report_all_metrics
+            ),
+        )
         self.callbacks = CallbackHandler(callbacks)
         """The callbacks; ``fit`` adds one per rule with a ``patience``, and takes any added
         here before it."""
         self.mixed_precision = one_of("mixed_precision", mixed_precision, MIXED_PRECISION)
         self.compile, self.cpu, self.seed = compile, cpu, seed
+        self.compile_kwargs = check_compile_kwargs(compile_kwargs)
         self.loader_options = LoaderOptions(
-            num_workers=dataloader_num_workers,
-            pin_memory=dataloader_pin_memory,
-            drop_last=dataloader_drop_last,
-            shuffle_train=shuffle_train,
-            sampler=sampler,
-            collate_fn=collate_fn,
-        )
+            num_workers=dataloader_num_workers, pin_memory=dataloader_pin_memory,
+            drop_last=dataloader_drop_last, shuffle_train=shuffle_train, sampler=sampler,
+            batch_sampler=batch_sampler, collate_fn=collate_fn, val_sampler=val_sampler,
+            val_batch_sampler=val_batch_sampler, val_collate_fn=val_collate_fn,
+            device_placement=batch_device_placement,
+        )  # fmt: skip
         self.progress_bar = progress_bar
         self.state = TrainingState()
         self.checkpoint_schedule = parse_checkpoint_every(checkpoint_every)
@@ -145,6 +193,7 @@ class Trainer:
         self.resume = resume
         self.max_checkpoints = positive_int("max_checkpoints", max_checkpoints, allow_none=True)
         self.disable_model_saving = disable_model_saving
+        self.max_shard_size = check_shard_size(max_shard_size)
         self.patience = check_patience(patience)
         self.handle_signals = handle_signals
         self.sanity_check = sanity_check
@@ -167,7 +216,7 @@ class Trainer:
 
         The run holds an exclusive lock on ``model_path`` until it returns: a second run on
         the same folder fails at once, naming the holder."""
-        _check_module(module)
+        check_module(module)
         self.accelerator = make_accelerator(self.accelerator_options())
         if self.seed is not None:
             set_seed(self.seed)
@@ -181,8 +230,9 @@ class Trainer:
         check_datasets(*datasets)
         accelerator = self.accelerator
         run = prepare_run(
-            accelerator, module, self.hps, datasets, self.loader_options, self.metrics
-        )
+            accelerator, module, self.hps, datasets, self.loader_options, self.metrics,
+            self.gradient_checkpointing,
+        )  # fmt: skip
         self.model, self.optimizer, self.scheduler = run.model, run.optimizer, run.scheduler
         check_data(run.train_loader, run.val_loaders)
         checkpoints = Checkpoints(
@@ -194,7 +244,9 @@ class Trainer:
         state, process_state = (
             checkpoints.load(resuming, facts) if resuming else (TrainingState(), None)
         )
-        loop = self._loop(run, module, state, checkpoints)
+        loop = build_loop(self, run, module, state, checkpoints)
+        self.state, self.callbacks = state, loop.callbacks
+        self._optimizer_step = loop.owners.optimizer_step
         if resuming is not None and process_state is not None:
             checkpoints.load_rest(resuming, self.callbacks)
             loop.restore(process_state)
@@ -209,7 +261,8 @@ class Trainer:
         if self.sanity_check:
             self._check_names(loop)
         if self.log_with:
-            accelerator.init_trackers(self.track_name, config=flatten(self.hps.to_dict()))
+            config = {**self.hps.to_dict(), **self.tracker_config}
+            start_trackers(accelerator, self.track_name, config, self.tracker_init_kwargs)
         return self._train(loop, resuming)
 
     def log(self, values: Mapping[str, float], step: int | None = None) -> None:
@@ -217,6 +270,16 @@ class Trainer:
         if self.log_with:
             at = self.state.global_step if step is None else step
             self.accelerator.log(dict(values), step=at)
+
+    def log_artifact(self, path: str | os.PathLike[str]) -> None:
+        """Log the file ``path`` as an artifact of the run (accmt 1.x), on the main process:
+        to each tracker that stores artifacts (MLflow); with none (TensorBoard), it is copied
+        into ``logging_dir/<track_name>/artifacts/``. Trackers run while ``fit`` does."""
+        log_artifact(getattr(self, "accelerator", None), Path(path), self._artifacts())
+
+    def log_artifacts(self, folder: str | os.PathLike[str]) -> None:
+        """Log every file of ``folder`` as artifacts of the run, as :meth:`log_artifact`."""
+        log_artifact(getattr(self, "accelerator", None), Path(folder), self._artifacts())
 
     def request_stop(self, reason: str) -> None:
         """Ask the run to end after the current optimizer step: it checkpoints, fires
@@ -302,7 +365,11 @@ class Trainer:
             log_with=self.log_with,
             logging_dir=self.logging_dir,
             compile=self.compile,
+            compile_kwargs=self.compile_kwargs,
         )
+
+    def _artifacts(self) -> Path:
+        return self.logging_dir / self.track_name / "artifacts"
 
     def _folders(self) -> list[tuple[str, Path]]:
         folders = [("model_path", self.model_path)]
@@ -311,53 +378,9 @@ class Trainer:
     def _resumes(self) -> bool:
         return self.checkpoint_schedule is not None or self.resume is not None
 
-    def _loop(
-        self, run: Run, module: AcceleratorModule, state: TrainingState, checkpoints: Checkpoints
-    ) -> TrainingLoop:
-        """The owners of this run, around ``state``, and the loop that drives them."""
-        self.state = state
-        accelerator = run.accelerator
-        guard = NonFiniteGuard(self.on_nonfinite_loss, accelerator)
-        rules = choose_rules(self.saving_rules, self.disable_model_saving, bool(run.val_loaders))
-        best_models = BestModels(
-            accelerator, run.model, state, rules, patience_per_rule(self.patience, rules),
-            model_path=self.model_path, greater_is_better=_greater_is_better(run), guard=guard,
-        )  # fmt: skip
-        users = self._user_callbacks()
-        self.callbacks = CallbackHandler([*users, *best_models.patience.values()])
-        module.accelerator, module.state, module.trainer = accelerator, state, self
-        self.callbacks.bind(module=module, trainer=self, state=state)
-        self._optimizer_step = OptimizerStep(
-            accelerator, run.model, run.optimizer, run.scheduler, self.callbacks, state,
-            clip_grad=self.clip_grad, scheduler_per_epoch=self.hps.step_scheduler_per_epoch,
-            skip_nonfinite=self.on_nonfinite_loss == "skip",
-            grad_norm_every=self.log_every if self.monitor.grad_norm else None,
-        )  # fmt: skip
-        evaluation = Evaluation(
-            accelerator, module, run.val_loaders, run.val_metrics, self.callbacks, state,
-            monitor=self.monitor, log=self.log,
-        )  # fmt: skip
-        owners = Owners(
-            optimizer_step=self._optimizer_step, evaluation=evaluation, best_models=best_models,
-            checkpoints=checkpoints, guard=guard,
-            progress=ProgressBar(self.progress_bar, accelerator.is_main_process),
-        )  # fmt: skip
-        options = LoopOptions(
-            epochs=self.hps.epochs, log_every=self.log_every,
-            evaluate_every_n_steps=self.evaluate_every_n_steps,
-            evaluate_every_n_epochs=self.evaluate_every_n_epochs,
-            eval_when_start=self.eval_when_start, eval_when_finish=self.eval_when_finish,
-            checkpoint_schedule=self.checkpoint_schedule, monitor=self.monitor,
-            train_batch_size=self.hps.train_batch_size,
-        )  # fmt: skip
-        return TrainingLoop(
-            run, module, state, self.callbacks, owners, options, log=self.log,
-            run_facts=run_facts(run, self.hps.train_batch_size),
-        )  # fmt: skip
-
     def _check_names(self, loop: TrainingLoop) -> None:
         reported = loop.owners.evaluation.sanity_check()
-        check_names(reported, loop.owners.best_models.rules, self._user_callbacks())
+        check_names(reported, loop.owners.best_models.rules, user_callbacks(self.callbacks))
 
     def _train(self, loop: TrainingLoop, resuming: Path | None) -> TrainingState:
         checkpoints = loop.owners.checkpoints
@@ -375,21 +398,3 @@ class Trainer:
             self.accelerator.end_training()
             self._optimizer_step = None
         return loop.state
-
-    def _user_callbacks(self) -> list[Callback]:
-        return [c for c in self.callbacks.callbacks if not isinstance(c, RulePatience)]
-
-
-def _check_module(module: AcceleratorModule) -> None:
-    if not isinstance(module, AcceleratorModule):
-        raise TypeError(f"Trainer.fit: module must be an AcceleratorModule, got {module!r}")
-    if not isinstance(getattr(module, "model", None), torch.nn.Module):
-        raise TrainerConfigError(
-            f"Trainer.fit: {type(module).__name__}.model must be set to a torch.nn.Module "
-            "before fit"
-        )
-
-
-def _greater_is_better(run: Run) -> Callable[[str], bool]:
-    directions = {m.name: bool(m.greater_is_better) for ms in run.val_metrics.values() for m in ms}
-    return lambda metric: directions.get(metric, False)

@@ -227,11 +227,11 @@ def test_ctrl_c_ends_the_trial_cleanly_and_its_retry_resumes_from_the_checkpoint
     assert study.trials[2].state == TrialState.COMPLETE
     assert retry["retry_of"] == 1
     assert retry["folder"] == "trial_1"
-    # Resumed from the checkpoint the Trainer wrote for the signal (at the end of the next
-    # step), and trained only the rest.
-    assert retry["resumed_from_step"] == step + 1
+    # Resumed from the checkpoint the Trainer wrote for the signal (at the end of the step it
+    # came in), and trained only the rest.
+    assert retry["resumed_from_step"] == step
     assert retry["global_step"] == 2 * STEPS_PER_EPOCH
-    assert retry["optimizer_steps"] == 2 * STEPS_PER_EPOCH - step - 1
+    assert retry["optimizer_steps"] == 2 * STEPS_PER_EPOCH - step
     assert [t.state for t in study.trials].count(TrialState.COMPLETE) == 3
 
 

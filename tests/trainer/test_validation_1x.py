@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from accmt_metrics import Accuracy, Metric
+from accmt_metrics import Accuracy, PerSampleMetric
 from accmt_trainer import HyperParameters, StepOutputError, Trainer, TrainerConfigError
 
 from .conftest import Classifier, blobs
@@ -60,7 +60,7 @@ def test_metrics_that_are_not_metrics_are_named_before_training(
 # -------------------------------------------------------- metric arguments not a pair
 
 
-class MeanCorrect(Metric):
+class MeanCorrect(PerSampleMetric):
     """A metric of one argument: a bool per sample."""
 
     default_name = "correct"
@@ -75,7 +75,7 @@ class MeanCorrect(Metric):
         return float(columns[0].mean())
 
 
-class WeightedAccuracy(Metric):
+class WeightedAccuracy(PerSampleMetric):
     """A metric of three arguments."""
 
     default_name = "weighted"

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
 from typing import Any, TypeVar
 
-import torch
-from accelerate import DistributedType, PartialState
+from accelerate import PartialState
 from accelerate.utils import broadcast_object_list, gather_object
 
-from accmt_decorators import current_process
+from accmt_trainer import use_cpu
 
 T = TypeVar("T")
-_FORK_LAUNCHED = "FORK_LAUNCHED"
 
 
 class ProcessLink:
@@ -36,7 +31,7 @@ class ProcessLink:
         Trainer's ``cpu`` option: by default, several processes on a machine without an
         accelerator run on the CPU (gloo), where Accelerate alone would run each on its own.
         """
-        return cls(PartialState(cpu=_runs_on_cpu(cpu)))
+        return cls(PartialState(cpu=use_cpu(cpu)))
 
     @property
     def is_main(self) -> bool:
@@ -49,29 +44,6 @@ class ProcessLink:
     @property
     def num_processes(self) -> int:
         return int(self.state.num_processes)
-
-    @contextlib.contextmanager
-    def kept(self) -> Iterator[None]:
-        """Keep the process group alive across trials.
-
-        ``Trainer.fit`` ends with ``Accelerator.end_training``, which destroys the process group:
-        the next trial could neither train nor hear the main process. Accelerate skips that for
-        a job its notebook launcher forked (``FORK_LAUNCHED``, read each time its state is
-        made); the search sets it while it runs and puts it back after, leaving the group to the
-        user's script (a Trainer fit after the search still works).
-        """
-        if self.num_processes == 1 or self.state.distributed_type == DistributedType.XLA:
-            yield
-            return
-        previous = os.environ.get(_FORK_LAUNCHED)
-        os.environ[_FORK_LAUNCHED] = "1"
-        try:
-            yield
-        finally:
-            if previous is None:
-                os.environ.pop(_FORK_LAUNCHED, None)
-            else:
-                os.environ[_FORK_LAUNCHED] = previous
 
     def broadcast(self, value: T) -> T:
         """The main process's ``value``, on every process (others pass anything, e.g. None)."""
@@ -88,18 +60,3 @@ class ProcessLink:
             return [value]
         gathered: list[T] = gather_object([value])
         return gathered
-
-
-def _runs_on_cpu(cpu: bool | None) -> bool:
-    """The Trainer's choice for ``Trainer(cpu=cpu)``; it must be the same."""
-    if cpu is not None:
-        return cpu
-    if current_process().num_processes == 1:
-        return False
-    xpu = getattr(torch, "xpu", None)
-    mps = getattr(torch.backends, "mps", None)
-    return not (
-        torch.cuda.is_available()
-        or (xpu is not None and xpu.is_available())
-        or (mps is not None and mps.is_available())
-    )

@@ -15,6 +15,7 @@ from ._monitor import Monitor
 from ._namespaces import Optimizer, Scheduler
 from ._registry import register_optimizer, register_scheduler
 from ._seeding import seed_everything
+from ._setup import use_cpu
 from ._trainer import Trainer
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "register_optimizer",
     "register_scheduler",
     "seed_everything",
+    "use_cpu",
 ]

@@ -316,8 +316,10 @@ def _length(sized: Any) -> int | None:
 
 
 def use_cpu(cpu: bool | None) -> bool:
-    """True forces the CPU; None picks it for a job of several processes on a machine without
-    an accelerator, where Accelerate alone would run each process as its own job."""
+    """Whether ``Trainer(cpu=cpu)`` runs on the CPU: True forces it; None picks it for a job of
+    several processes on a machine without an accelerator, where Accelerate alone would run
+    each process as its own job. A program that makes Accelerate's state before the Trainer
+    (a search that talks between processes first) makes it with the same choice."""
     if cpu is not None:
         return cpu
     if current_process().num_processes == 1:

@@ -53,6 +53,7 @@ from ._trackers import (
     LogWith,
     check_mapping,
     check_tracker_kwargs,
+    finish_trackers,
     log_artifact,
     resolve_trackers,
     start_trackers,
@@ -241,9 +242,8 @@ class Trainer:
         )  # fmt: skip
         facts = run_facts(run, self.hps.train_batch_size)
         resuming = checkpoints.find(self.resume, facts) if self._resumes() else None
-        state, process_state = (
-            checkpoints.load(resuming, facts) if resuming else (TrainingState(), None)
-        )
+        state, process_state = checkpoints.load(resuming, facts) if resuming else (None, None)
+        state = state or TrainingState()
         loop = build_loop(self, run, module, state, checkpoints)
         self.state, self.callbacks = state, loop.callbacks
         self._optimizer_step = loop.owners.optimizer_step
@@ -253,10 +253,8 @@ class Trainer:
             if loop.reached_end():
                 # Nothing to train; the model is left as the run finished it.
                 checkpoints.load_accelerate(resuming)
-                logger.warning(
-                    "the run in %s already finished (epoch %d, step %d); nothing to do",
-                    *(self.model_path, state.epoch, state.global_step),
-                )
+                done = (self.model_path, state.epoch, state.global_step)
+                logger.warning("%s already finished (epoch %d, step %d): nothing to do", *done)
                 return state
         if self.sanity_check:
             self._check_names(loop)
@@ -395,6 +393,6 @@ class Trainer:
             raise
         finally:
             loop.owners.progress.close()
-            self.accelerator.end_training()
+            finish_trackers(self.accelerator)
             self._optimizer_step = None
         return loop.state

@@ -233,7 +233,7 @@ class HyperParameterSearch:
         )
         poll = float(heartbeat_interval) if heartbeat_interval else 5.0
         options = Options(n_trials, self.output_dir, keep_checkpoints, plots, progress_bar, poll)
-        with StopSignals() as signals:
+        with StopSignals() as signals, link.kept():
             run = SearchRun(link, setup, self.space, options, signals)
             if not link.is_main:
                 return run.follow()

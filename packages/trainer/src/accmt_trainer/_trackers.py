@@ -114,10 +114,3 @@ def log_artifact(accelerator: Accelerator | None, path: Path, copy_to: Path) -> 
         else:
             shutil.copy2(path, target)
         logger.info("%s has no artifact store: %s copied to %s", method, path, target)
-
-
-def finish_trackers(accelerator: Accelerator) -> None:
-    """End the run's trackers. Not ``Accelerator.end_training``: it also destroys the process
-    group, and a program may fit again (a search's next trial, say)."""
-    for tracker in accelerator.trackers:
-        tracker.finish()

@@ -53,7 +53,6 @@ from ._trackers import (
     LogWith,
     check_mapping,
     check_tracker_kwargs,
-    finish_trackers,
     log_artifact,
     resolve_trackers,
     start_trackers,
@@ -393,6 +392,6 @@ class Trainer:
             raise
         finally:
             loop.owners.progress.close()
-            finish_trackers(self.accelerator)
+            self.accelerator.end_training()
             self._optimizer_step = None
         return loop.state

@@ -20,11 +20,10 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
+from _timing import interleaved_medians
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 
@@ -114,28 +113,18 @@ class Setup:
         self.accelerator.load_state(str(self.folder / "accelerate"))
 
 
-def medians(runs: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
-    samples: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            samples[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in samples.items()}
-
-
 def measure(label: str, width: int, layers: int, repeats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         setup = Setup(width, layers, Path(tmp))
         setup.torch_save()
         setup.accelerate_save()
         setup.save(background=False)
-        saves = medians({
+        saves = interleaved_medians({
             "accmt checkpoint": lambda: setup.save(background=False),
             "torch.save": setup.torch_save,
             "Accelerate save_state": setup.accelerate_save,
         }, repeats)  # fmt: skip
-        loads = medians({
+        loads = interleaved_medians({
             "accmt resume load": setup.load,
             "torch.load": setup.torch_load,
             "Accelerate load_state": setup.accelerate_load,

@@ -156,6 +156,11 @@ def main() -> None:
     record["ran"] = ran
     record["logger_lines"] = logger.lines
     (out / f"rank{process.process_index}.json").write_text(json.dumps(record))
+    # A gloo group left alive at exit can abort the process as its threads are torn down.
+    distributed = sys.modules.get("torch.distributed")
+    if distributed is not None and distributed.is_initialized():
+        distributed.barrier()
+        distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

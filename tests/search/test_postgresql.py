@@ -71,7 +71,10 @@ def test_two_workers_share_one_study_and_run_each_trial_once(postgres: str, tmp_
         assert worker.returncode == 0, stderr[-3000:]
         assert f'RESULT {{"finished": {n_trials}' in stdout
 
-    study = optuna.load_study(study_name="accmt-search", storage=postgres)
+    # The workers' URL names no driver (accmt-search picks psycopg 3); SQLAlchemy before 2.1
+    # reads a bare postgresql:// as psycopg2, which is not installed here.
+    driver_url = postgres.replace("postgresql://", "postgresql+psycopg://", 1)
+    study = optuna.load_study(study_name="accmt-search", storage=driver_url)
     trials = study.get_trials()
     ended = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     assert len(ended) == n_trials

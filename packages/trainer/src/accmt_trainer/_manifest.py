@@ -124,10 +124,10 @@ def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: 
     keys = ("world_size", "train_batch_size", "grad_accumulation_steps", "batches_per_epoch",
             "stages")  # fmt: skip
     for key in keys:
-        if manifest.get(key) != run[key]:
+        if manifest.get(key) != run.get(key):
             raise CheckpointError(
                 f"checkpoint {path} was made with {key}={manifest.get(key)!r}, but this run has "
-                f"{key}={run[key]!r}; the position within the epoch cannot be mapped exactly. "
+                f"{key}={run.get(key)!r}; the position within the epoch cannot be mapped exactly. "
                 "Resume with the same settings, or pass resume=False to start afresh."
             )
 

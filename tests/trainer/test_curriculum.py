@@ -99,87 +99,71 @@ def test_range_curriculum_ends_are_the_range_stops() -> None:
     assert ends(curriculum.stages(None)) == [10, 25]
 
 
+Steps, Ratio, Range = StepsCurriculum, RatioCurriculum, RangeCurriculum
+
+
 @pytest.mark.parametrize(
-    ("build", "message"),
+    ("kind", "build", "message"),
     [
-        (lambda c: c.add(tagged(4, 0), 0), r"stage 0: steps must be at least 1.*got 0"),
-        (lambda c: c.add(tagged(4, 0), -2), r"stage 0: steps must be.*got -2"),
-        (lambda c: c.add(tagged(4, 0), 2.5), r"stage 0: steps must be.*got 2.5"),
-        (lambda c: [c.add(tagged(4, 0), -1), c.add(tagged(4, 1), 5)],
+        (Steps, lambda c: c.add(tagged(4, 0), 0), r"stage 0: steps must be at least 1.*got 0"),
+        (Steps, lambda c: c.add(tagged(4, 0), -2), r"stage 0: steps must be.*got -2"),
+        (Steps, lambda c: c.add(tagged(4, 0), 2.5), r"stage 0: steps must be.*got 2.5"),
+        (Steps, lambda c: [c.add(tagged(4, 0), -1), c.add(tagged(4, 1), 5)],
          r"StepsCurriculum stage 1: the stage before it is -1"),
-        (lambda c: c.add(tagged(0, 0), 5), r"StepsCurriculum stage 0: the dataset is empty"),
-        (lambda c: c.add([], 5), r"stage 0: the dataset is empty"),
-        (lambda c: c.add(5, 5), r"stage 0: expected a map-style dataset.*got int"),
-        (lambda c: c.add(tagged(4, 0), 5, ["shuffle"]), r"stage 0: dataloader_kwargs must be"),
-    ],
-)  # fmt: skip
-def test_steps_curriculum_refuses_bad_stages_naming_them(build: Any, message: str) -> None:
-    with pytest.raises(TrainerConfigError, match=message):
-        build(StepsCurriculum())
-
-
-@pytest.mark.parametrize(
-    ("build", "message"),
-    [
-        (lambda c: c.add(tagged(4, 0), 0), r"stage 0: ratio must be in \(0, 1\].*got 0"),
-        (lambda c: c.add(tagged(4, 0), 1.5), r"stage 0: ratio must be.*got 1.5"),
-        (lambda c: [c.add(tagged(4, 0), 0.7), c.add(tagged(4, 1), 0.4)],
+        (Steps, lambda c: c.add(tagged(0, 0), 5), r"StepsCurriculum stage 0: the dataset is empty"),
+        (Steps, lambda c: c.add([], 5), r"stage 0: the dataset is empty"),
+        (Steps, lambda c: c.add(5, 5), r"stage 0: expected a map-style dataset.*got int"),
+        (Steps, lambda c: c.add(tagged(4, 0), 5, ["shuffle"]),
+         r"stage 0: dataloader_kwargs must be a dict"),
+        (Ratio, lambda c: c.add(tagged(4, 0), 0), r"stage 0: ratio must be in \(0, 1\].*got 0"),
+        (Ratio, lambda c: c.add(tagged(4, 0), 1.5), r"stage 0: ratio must be.*got 1.5"),
+        (Ratio, lambda c: [c.add(tagged(4, 0), 0.7), c.add(tagged(4, 1), 0.4)],
          r"stage 1: ratio 0.4 brings the ratios to 1.1; they may add up to 1"),
-        (lambda c: [c.add(tagged(4, 0), 1.0), c.add(tagged(4, 1), -1)],
+        (Ratio, lambda c: [c.add(tagged(4, 0), 1.0), c.add(tagged(4, 1), -1)],
          r"stage 1: -1 takes the share left, but the ratios before it already add up to 1"),
-        (lambda c: [c.add(tagged(4, 0), -1), c.add(tagged(4, 1), 0.5)],
-         r"stage 1: the stage before it is -1"),
+        (Ratio, lambda c: [c.add(tagged(4, 0), -1), c.add(tagged(4, 1), 0.5)],
+         r"RatioCurriculum stage 1: the stage before it is -1"),
+        (Range, lambda c: c.add(tagged(4, 0), range(1, 10)), r"stage 0: expected range\(0, "),
+        (Range, lambda c: c.add(tagged(4, 0), range(0, 10, 2)), r"stage 0: .*a step of 1"),
+        (Range, lambda c: c.add(tagged(4, 0), range(0)), r"stage 0: expected range\(0, "),
+        (Range, lambda c: [c.add(tagged(4, 0), range(10)), c.add(tagged(4, 1), range(12, 20))],
+         r"stage 1: expected range\(10, .*got range\(12, 20\)"),
+        (Range, lambda c: c.add(tagged(4, 0), (0, 10)), r"stage 0: expected a range of steps"),
     ],
 )  # fmt: skip
-def test_ratio_curriculum_refuses_bad_stages_naming_them(build: Any, message: str) -> None:
+def test_bad_stages_are_refused_when_added_naming_them(
+    kind: type[Any], build: Any, message: str
+) -> None:
     with pytest.raises(TrainerConfigError, match=message):
-        build(RatioCurriculum())
+        build(kind())
+
+
+def curriculum(kind: type[Any], *sizes: Any) -> Any:
+    built = kind()
+    for stage, size in enumerate(sizes):
+        built.add(tagged(4, stage), size)
+    return built
 
 
 @pytest.mark.parametrize(
-    ("build", "message"),
+    ("built", "max_steps", "message"),
     [
-        (lambda c: c.add(tagged(4, 0), range(1, 10)), r"stage 0: expected range\(0, "),
-        (lambda c: c.add(tagged(4, 0), range(0, 10, 2)), r"stage 0: .*a step of 1"),
-        (lambda c: c.add(tagged(4, 0), range(0)), r"stage 0: expected range\(0, "),
-        (lambda c: [c.add(tagged(4, 0), range(10)), c.add(tagged(4, 1), range(12, 20))],
-         r"stage 1: expected range\(10, .*got range\(12, 20\)"),
-        (lambda c: c.add(tagged(4, 0), (0, 10)), r"stage 0: expected a range of steps"),
+        (curriculum(Steps, 10, 20), 25, r"reach step 30, past max_steps=25"),
+        (curriculum(Steps, 10, 20), 40, r"end at step 30, but max_steps is 40"),
+        (curriculum(Steps, 10, -1), None, r"stage 1: sizes relative to the run.*max_steps"),
+        (curriculum(Steps, 10, -1), 10, r"stage 1: -1 takes the steps left, but"),
+        (curriculum(Ratio, 0.5), None, r"need max_steps"),
+        (curriculum(Ratio, 0.5), 10, r"the ratios add up to 0.5; they must add up"),
+        (curriculum(Ratio, 0.01, -1), 10, r"stage 0: ratio 0.01 of max_steps=10 is less"),
+        (curriculum(Range, range(10)), 12, r"end at step 10, but max_steps is 12"),
+        (curriculum(Range), 10, r"RangeCurriculum has no stages"),
     ],
 )  # fmt: skip
-def test_range_curriculum_refuses_bad_stages_naming_them(build: Any, message: str) -> None:
+def test_stages_that_do_not_fit_max_steps_are_refused(
+    built: Any, max_steps: int | None, message: str
+) -> None:
     with pytest.raises(TrainerConfigError, match=message):
-        build(RangeCurriculum())
-
-
-def test_stages_that_do_not_fit_max_steps_are_refused() -> None:
-    steps = StepsCurriculum()
-    steps.add(tagged(4, 0), 10)
-    steps.add(tagged(4, 1), 20)
-    with pytest.raises(TrainerConfigError, match=r"reach step 30, past max_steps=25"):
-        steps.stages(25)
-    with pytest.raises(TrainerConfigError, match=r"end at step 30, but max_steps is 40"):
-        steps.stages(40)
-    rest = StepsCurriculum()
-    rest.add(tagged(4, 0), 10)
-    rest.add(tagged(4, 1), -1)
-    with pytest.raises(TrainerConfigError, match=r"stage 1: sizes relative to the run.*max_steps"):
-        rest.stages(None)
-    with pytest.raises(TrainerConfigError, match=r"stage 1: -1 takes the steps left, but"):
-        rest.stages(10)
-    ratio = RatioCurriculum()
-    ratio.add(tagged(4, 0), 0.5)
-    with pytest.raises(TrainerConfigError, match=r"need max_steps"):
-        ratio.stages(None)
-    with pytest.raises(TrainerConfigError, match=r"the ratios add up to 0.5; they must add up"):
-        ratio.stages(10)
-    tiny = RatioCurriculum()
-    tiny.add(tagged(4, 0), 0.01)
-    tiny.add(tagged(4, 1), -1)
-    with pytest.raises(TrainerConfigError, match=r"stage 0: ratio 0.01 of max_steps=10 is less"):
-        tiny.stages(10)
-    with pytest.raises(TrainerConfigError, match=r"RangeCurriculum has no stages"):
-        RangeCurriculum().stages(10)
+        built.stages(max_steps)
 
 
 # ------------------------------------------------------------------------ epoch layout

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._errors import TrainerConfigError
+from ._option_checks import check_mapping
 
 Stage = tuple[int, Any, dict[str, Any]]
 """A stage as ``fit`` reads it: the global step at which it ends, its dataset, and keyword
@@ -42,14 +43,8 @@ def check_stage_dataset(where: str, dataset: Any) -> None:
 
 
 def check_loader_kwargs(where: str, kwargs: Any) -> dict[str, Any]:
-    if kwargs is None:
-        return {}
-    if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
-        raise TrainerConfigError(
-            f"{where}: dataloader_kwargs must be a dict of DataLoader keyword arguments, got "
-            f"{type(kwargs).__name__} {kwargs!r}"
-        )
-    return dict(kwargs)
+    """A stage's DataLoader keyword arguments: a dict with string keys, or None."""
+    return check_mapping("dataloader_kwargs", kwargs, where=where)
 
 
 def whole_number(value: Any) -> bool:

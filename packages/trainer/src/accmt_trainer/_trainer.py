@@ -34,7 +34,14 @@ from ._module import AcceleratorModule
 from ._monitor import Monitor
 from ._nonfinite import NONFINITE_POLICIES, NonFinitePolicy
 from ._optimizer_step import OptimizerStep, StepOptions
-from ._option_checks import check_patience, clip_value, log_every_value, one_of, positive_int
+from ._option_checks import (
+    check_mapping,
+    check_patience,
+    clip_value,
+    log_every_value,
+    one_of,
+    positive_int,
+)
 from ._owners import build_loop
 from ._sanity_check import check_data, check_datasets, check_module, check_names, check_writable
 from ._saving_rules import SavingRule, parse_rule
@@ -50,14 +57,7 @@ from ._setup import (
 )
 from ._signals import stop_on_signals
 from ._stages import Stages, TrainData, training_data
-from ._trackers import (
-    LogWith,
-    check_mapping,
-    check_tracker_kwargs,
-    log_artifact,
-    resolve_trackers,
-    start_trackers,
-)
+from ._trackers import LogWith, check_tracker_kwargs, log_artifact, resolve_trackers, start_trackers
 
 logger = logging.getLogger("accmt_trainer")
 MIXED_PRECISION = (None, "no", "fp16", "bf16", "fp8")

@@ -28,6 +28,7 @@ ONE_X_NAMES = {
     "accmt.monitor": ["Monitor"],
     "accmt.modules": ["AcceleratorModule", "ExtendedAcceleratorModule"],
     "accmt.trainer": ["Trainer"],
+    "accmt.curriculum": ["RangeCurriculum", "RatioCurriculum", "StepsCurriculum"],
 }  # fmt: skip
 
 # What the 2.x issue asks `from accmt import ...` to offer besides.

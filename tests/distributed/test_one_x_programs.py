@@ -61,3 +61,21 @@ def test_a_1x_program_using_1x_s_trainer_options(tmp_path: Path, nproc: int) -> 
         assert len(record["checkpoints"]) == 1  # multiple_checkpoints=False
         assert "model.safetensors.index.json" in record["best_model"]  # max_shard_size
     assert records[0]["artifact"]
+
+
+@pytest.mark.parametrize("form", ["steps", "ratio", "range", "list"])
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_a_1x_curriculum_in_each_of_its_forms(tmp_path: Path, nproc: int, form: str) -> None:
+    records = launch("one_x_curriculum.py", tmp_path, nproc, form)
+    # Steps 1-6 on the first dataset, 7-15 on the second, 16-20 on the third: every optimizer
+    # step trained on its stage's samples only, whichever form described the stages.
+    expected = {str(step): [0 if step <= 6 else 1 if step <= 15 else 2] for step in range(1, 21)}
+    # Batches of 8, accumulation 2: each pass is an epoch. On one process a pass of the 48,
+    # 120 and 40 samples is 3, 8 and 3 optimizer steps (2 passes each, the last cut short); on
+    # two, each process's half is 2, 4 and 2 steps (3 passes each).
+    passes = {1: 2 + 2 + 2, 2: 3 + 3 + 3}[nproc]
+    for record in records:
+        assert record["world"] == nproc
+        assert record["stages_by_step"] == expected
+        assert (record["global_step"], record["finished"]) == (20, True)
+        assert record["epochs"] == passes

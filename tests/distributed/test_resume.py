@@ -72,6 +72,31 @@ def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
             assert torch.equal(weight, got[rank]["weights"][name]), f"{story}: {name} differs"
 
 
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_a_killed_curriculum_resumes_to_the_uninterrupted_weights(
+    tmp_path: Path, nproc: int
+) -> None:
+    # Stages end at steps 9 and 17 of 24; checkpoints every 3 steps. The first kill resumes
+    # from step 6 and crosses stage 0's end; the second resumes from step 9, the stage's end
+    # itself; the third dies inside the checkpoint of step 15 and resumes in stage 1's cut pass
+    # from step 12.
+    reference = tmp_path / "uninterrupted"
+    done = launch(reference, nproc, "--curriculum")
+    assert done.returncode == 0, done.stderr[-3000:]
+    resumed = tmp_path / "resumed"
+    for kill in (["--kill-at-step", "8"], ["--kill-at-step", "11"], ["--kill-in-checkpoint", "2"]):
+        died = launch(resumed, nproc, "--curriculum", *kill)
+        assert died.returncode != 0, f"{kill} did not kill the run"
+    done = launch(resumed, nproc, "--curriculum")
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected, got = final_weights(reference, nproc), final_weights(resumed, nproc)
+    for rank in range(nproc):
+        assert got[rank]["state"]["global_step"] == 24
+        assert got[rank]["state"]["epoch"] == expected[rank]["state"]["epoch"]
+        for name, weight in expected[rank]["weights"].items():
+            assert torch.equal(weight, got[rank]["weights"][name]), f"{name} differs"
+
+
 def test_a_finished_run_resumes_to_nothing(tmp_path: Path) -> None:
     assert launch(tmp_path, 1).returncode == 0
     before = torch.load(tmp_path / "final_rank0.pt")

@@ -1,12 +1,13 @@
 """A run that can be killed and resumed; used by tests/distributed/test_resume.py.
 
-    resume_worker.py OUT [--kill-at-step N] [--kill-in-checkpoint K] [--async]
+    resume_worker.py OUT [--kill-at-step N] [--kill-in-checkpoint K] [--async] [--curriculum]
 
 Trains with shuffling, dropout, gradient accumulation and a warm-up scheduler, checkpointing
 every 3 optimizer steps into OUT/run. ``--kill-at-step N`` SIGKILLs this process right after
 optimizer step N; ``--kill-in-checkpoint K`` SIGKILLs it in the middle of writing the K-th
 checkpoint of this launch (after the model and RNGs are written, before the manifest). A run
 that completes writes each process's final weights to OUT/final_rank<R>.pt.
+``--curriculum`` trains on three stages instead (see ``curriculum``), for 24 optimizer steps.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from torch.utils.data import TensorDataset
 
 from accmt_callbacks import Callback
 from accmt_state import TrainingState
-from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
+from accmt_trainer import AcceleratorModule, HyperParameters, StepsCurriculum, Trainer
 
 
 def data(n: int, seed: int) -> TensorDataset:
@@ -30,6 +31,17 @@ def data(n: int, seed: int) -> TensorDataset:
     labels = torch.randint(0, 3, (n,), generator=generator)
     centres = torch.tensor([[2.0, 0.0], [-2.0, 1.0], [0.0, -2.5]])
     return TensorDataset(centres[labels] + 0.7 * torch.randn(n, 2, generator=generator), labels)
+
+
+def curriculum() -> StepsCurriculum:
+    """Stage 0 ends at step 9, a checkpoint's step, after whole passes on one process and in
+    the middle of one on two; stage 1 is cut inside its second pass on two processes; stage 2
+    takes the rest up to max_steps (24)."""
+    stages = StepsCurriculum()
+    stages.add(data(40, seed=3), 9)
+    stages.add(data(200, seed=1), 8)
+    stages.add(data(24, seed=4), -1)
+    return stages
 
 
 class Classifier(AcceleratorModule):
@@ -78,10 +90,12 @@ def main() -> None:
     parser.add_argument("--kill-at-step", type=int)
     parser.add_argument("--kill-in-checkpoint", type=int)
     parser.add_argument("--async", dest="background", action="store_true")
+    parser.add_argument("--curriculum", action="store_true")
     args = parser.parse_args()
     hps = HyperParameters.from_dict(
         {
             "epochs": 3,
+            "max_steps": 24 if args.curriculum else None,
             "batch_size": 8,
             "optimizer": "AdamW",
             "optimizer_kwargs": {"lr": 0.01},
@@ -97,7 +111,8 @@ def main() -> None:
     )  # fmt: skip
     if args.kill_in_checkpoint:
         kill_inside_checkpoint(args.kill_in_checkpoint)
-    state = trainer.fit(Classifier(), data(200, seed=1), data(48, seed=2))
+    train = curriculum() if args.curriculum else data(200, seed=1)
+    state = trainer.fit(Classifier(), train, data(48, seed=2))
     model = trainer.accelerator.unwrap_model(trainer.model)
     weights = {name: value.detach().cpu() for name, value in model.state_dict().items()}
     rank = trainer.accelerator.process_index

@@ -1,5 +1,6 @@
 """The accmt Trainer: write an AcceleratorModule, call ``Trainer.fit``, on Accelerate."""
 
+from ._curriculum import Curriculum, RangeCurriculum, RatioCurriculum, StepsCurriculum
 from ._errors import (
     ArtifactNotFoundError,
     CheckpointError,
@@ -22,14 +23,18 @@ __all__ = [
     "AcceleratorModule",
     "ArtifactNotFoundError",
     "CheckpointError",
+    "Curriculum",
     "ExtendedAcceleratorModule",
     "HyperParameters",
     "HyperParametersError",
     "Monitor",
     "NonFiniteLossError",
     "Optimizer",
+    "RangeCurriculum",
+    "RatioCurriculum",
     "Scheduler",
     "StepOutputError",
+    "StepsCurriculum",
     "Trainer",
     "TrainerConfigError",
     "TrainerError",

@@ -40,6 +40,7 @@ from accmt_state import TrainingState, write_json
 
 from ._background_writer import BackgroundWriter
 from ._checkpoint_parts import AccelerateSnapshot, Checkpointable, Parts
+from ._epoch_plan import StageLayout
 from ._errors import CheckpointError, TrainerConfigError
 from ._folders import free_sibling, set_aside_folder
 from ._manifest import DIGEST, MANIFEST, check_compatible, inventory, verify
@@ -312,14 +313,25 @@ class Checkpoints:
 
 def check_position(state: TrainingState, run: Mapping[str, Any], path: Path) -> None:
     """The counters of a resumed state must describe a moment this run can reach: whole
-    epochs of ``batches_per_epoch`` batches, one optimizer step per accumulation window."""
+    epochs of ``batches_per_epoch`` batches (or the epochs of its stages), one optimizer step
+    per accumulation window."""
     batches, window = run["batches_per_epoch"], run["grad_accumulation_steps"]
-    steps_per_epoch = -(-batches // window)
     seen = state.batches_seen_in_epoch
+    if run.get("stages"):
+        layout = StageLayout.from_facts(run["stages"], window)
+        if state.epoch > layout.epochs:
+            raise CheckpointError(f"{path}: epoch is {state.epoch}, but this run's stages take "
+                                  f"{layout.epochs} epochs")  # fmt: skip
+        batches = layout.epoch(min(state.epoch, layout.epochs - 1))[1]
+        step, iteration = layout.counters_at(state.epoch, min(seen, batches))
+    else:
+        steps_per_epoch = -(-batches // window)
+        step = state.epoch * steps_per_epoch + -(-seen // window)
+        iteration = state.epoch * batches + seen
     expected = {
         "batches_seen_in_epoch": min(seen, batches),
-        "global_step": state.epoch * steps_per_epoch + -(-seen // window),
-        "batch_iteration": state.epoch * batches + seen,
+        "global_step": step,
+        "batch_iteration": iteration,
     }
     for field, value in expected.items():
         found = getattr(state, field)

@@ -96,6 +96,7 @@ class TrainingLoop:
             run.accelerator.sync_gradients = True
         self._last_checkpoint: tuple[int, int, int] | None = None
         self._last_log = (time.perf_counter(), 0)  # when, and at which batch_iteration
+        self._epoch_batches = len(run.train_loader)  # batches the current epoch reads
 
     # ----------------------------------------------------------------------------- run
 
@@ -137,7 +138,7 @@ class TrainingLoop:
         if self.state.batches_seen_in_epoch:
             # Starting an epoch's iterator draws from the global RNG. The interrupted run drew
             # before its checkpoint, so this run draws first and restores the RNGs after.
-            batches = iter(self._epoch_loader())
+            batches = iter(self._epoch_loader(self.run.plan.epoch(self.state.epoch)[0]))
             first = next(batches, _END)
             rest = iter(()) if first is _END else itertools.chain([first], batches)
         self.owners.checkpoints.load_accelerate(folder)
@@ -147,19 +148,25 @@ class TrainingLoop:
     # --------------------------------------------------------------------------- epoch
 
     def _train_epoch(self, rest: Iterator[Any] | None) -> None:
-        """One epoch, or the rest of a resumed one (``on_epoch_start`` fired before the kill)."""
-        state, loader = self.state, self.run.train_loader
+        """One epoch, or the rest of a resumed one (``on_epoch_start`` fired before the kill).
+        The epoch reads the loader and the number of batches the run's plan gives it: a whole
+        pass, or with stages, the part of a pass up to the end of its stage."""
+        state = self.state
+        loader, total = self.run.plan.epoch(state.epoch)
         if rest is None:
             state.is_last_epoch = state.epoch == self.options.epochs - 1
             state.is_end_of_epoch = state.is_last_training_batch = False
             self.callbacks.call("on_epoch_start")
         self.run.model.train()
-        total = len(loader)
+        self._epoch_batches = total
         self.owners.progress.start_epoch(
             state.epoch, self.options.epochs, total, state.batches_seen_in_epoch
         )
         self._last_log = (time.perf_counter(), state.batch_iteration)
-        for batch in rest or iter(self._epoch_loader()):
+        batches = rest or iter(self._epoch_loader(loader))
+        if total < len(loader):
+            batches = itertools.islice(batches, total - state.batches_seen_in_epoch)
+        for batch in batches:
             if state.batches_seen_in_epoch == total - 1:
                 state.is_last_training_batch = True
             self._step(batch)
@@ -172,9 +179,8 @@ class TrainingLoop:
                 return
         self._end_epoch()
 
-    def _epoch_loader(self) -> Any:
-        """This epoch's batches, past those a resumed run already consumed."""
-        loader = self.run.train_loader
+    def _epoch_loader(self, loader: Any) -> Any:
+        """This epoch's batches of ``loader``, past those a resumed run already consumed."""
         loader.set_epoch(self.state.epoch)
         # A collate_fn whose randomness follows the epoch (accmt-collators' masking ones)
         # learns it here, before the iterator copies it into DataLoader workers.
@@ -302,7 +308,7 @@ class TrainingLoop:
         if monitor.train_loss and mean is not None:
             values["train/loss"] = mean
         if monitor.epoch:
-            total = max(len(self.run.train_loader), 1)
+            total = max(self._epoch_batches, 1)
             values["train/epoch"] = state.epoch + state.batches_seen_in_epoch / total
         if monitor.learning_rate:
             values["train/lr"] = float(self.run.optimizer.param_groups[0]["lr"])

@@ -121,11 +121,13 @@ def package_versions() -> dict[str, str]:
 
 def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: Path) -> None:
     """Refuse a checkpoint whose data position cannot be mapped onto this run exactly."""
-    for key in ("world_size", "train_batch_size", "grad_accumulation_steps", "batches_per_epoch"):
-        if manifest.get(key) != run[key]:
+    keys = ("world_size", "train_batch_size", "grad_accumulation_steps", "batches_per_epoch",
+            "stages")  # fmt: skip
+    for key in keys:
+        if manifest.get(key) != run.get(key):
             raise CheckpointError(
                 f"checkpoint {path} was made with {key}={manifest.get(key)!r}, but this run has "
-                f"{key}={run[key]!r}; the position within the epoch cannot be mapped exactly. "
+                f"{key}={run.get(key)!r}; the position within the epoch cannot be mapped exactly. "
                 "Resume with the same settings, or pass resume=False to start afresh."
             )
 
@@ -138,6 +140,6 @@ def run_facts(run: Run, train_batch_size: int) -> dict[str, Any]:
         "world_size": accelerator.num_processes,
         "train_batch_size": train_batch_size,
         "grad_accumulation_steps": accelerator.gradient_accumulation_steps,
-        "batches_per_epoch": len(run.train_loader),
+        **run.plan.facts(),
         "versions": package_versions(),
     }

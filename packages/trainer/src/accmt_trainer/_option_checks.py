@@ -9,6 +9,19 @@ from typing import Any
 from ._errors import TrainerConfigError
 
 
+def check_mapping(option: str, value: Any, *, where: str | None = None) -> dict[str, Any]:
+    """An option that is a dict with string keys, or None (an empty dict). ``where`` names
+    it in the error (default: ``Trainer(option=...)``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+        raise TrainerConfigError(
+            f"{where or f'Trainer({option}=...)'}: {option} must be a dict with string keys, got "
+            f"{type(value).__name__} {value!r}"
+        )
+    return dict(value)
+
+
 def positive_int(name: str, value: Any, *, allow_none: bool = False) -> Any:
     if value is None and allow_none:
         return None

@@ -66,7 +66,7 @@ def build_loop(
         progress=ProgressBar(trainer.progress_bar, accelerator.is_main_process),
     )  # fmt: skip
     options = LoopOptions(
-        epochs=hps.epochs, log_every=trainer.log_every,
+        epochs=run.epochs, log_every=trainer.log_every,
         evaluate_every_n_steps=trainer.evaluate_every_n_steps,
         evaluate_every_n_epochs=trainer.evaluate_every_n_epochs,
         eval_when_start=trainer.eval_when_start, eval_when_finish=trainer.eval_when_finish,

@@ -41,14 +41,16 @@ def check_datasets(train_dataset: Any, val_sets: Mapping[str, Any]) -> None:
             raise TrainerConfigError(f"Trainer.fit: {named} is empty (0 samples)")
 
 
-def check_data(train_loader: Any, val_loaders: Mapping[str, Any]) -> None:
-    """No loader of the run may be empty."""
-    if len(train_loader) == 0:
-        raise TrainerConfigError(
-            f"Trainer.fit(train_dataset=...): the training data gives no batch "
-            f"({_size(train_loader)}); give it samples, or a smaller batch size or "
-            "dataloader_drop_last=False"
-        )
+def check_data(train_loaders: Sequence[Any], val_loaders: Mapping[str, Any]) -> None:
+    """No loader of the run may be empty (``train_loaders``: one, or one per stage)."""
+    for stage, train_loader in enumerate(train_loaders):
+        if len(train_loader) == 0:
+            which = f"stage {stage} of " if len(train_loaders) > 1 else ""
+            raise TrainerConfigError(
+                f"Trainer.fit(train_dataset=...): {which}the training data gives no batch "
+                f"({_size(train_loader)}); give it samples, or a smaller batch size or "
+                "dataloader_drop_last=False"
+            )
     for key, loader in val_loaders.items():
         if len(loader) == 0:
             raise TrainerConfigError(

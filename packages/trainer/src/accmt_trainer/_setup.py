@@ -22,9 +22,12 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, Sampler
 from accmt_decorators import current_process
 from accmt_metrics import Metric
 
+from ._curriculum import Stage
+from ._epoch_plan import EpochPlan
 from ._errors import TrainerConfigError
 from ._hyperparameters import HyperParameters
 from ._module import AcceleratorModule, overrides
+from ._stages import Stages
 
 DEFAULT_SET = "validation"
 MetricsOption = Metric | Sequence[Metric] | Mapping[str, Metric | Sequence[Metric]] | None
@@ -119,12 +122,16 @@ class Run:
     accelerator: Accelerator
     model: torch.nn.Module
     train_loader: DataLoaderShard
+    """The first stage's loader; ``plan`` says which one each epoch reads."""
+    plan: EpochPlan
     val_loaders: dict[str, DataLoader[Any]]
     val_metrics: dict[str, list[Metric]]
     optimizer: Optimizer
     scheduler: LRScheduler | None
     steps_per_epoch: int
     total_steps: int
+    epochs: int
+    """``HyperParameters.epochs``, or for stages the passes they take (``plan``)."""
 
 
 def make_accelerator(options: AcceleratorOptions) -> Accelerator:
@@ -148,18 +155,25 @@ def prepare_run(
     accelerator: Accelerator,
     module: AcceleratorModule,
     hps: HyperParameters,
-    datasets: tuple[Dataset[Any], dict[str, Dataset[Any]]],
+    datasets: tuple[Dataset[Any] | Stages, dict[str, Dataset[Any]]],
     loader_options: LoaderOptions,
     metrics: MetricsOption,
     gradient_checkpointing: GradientCheckpointing | None = None,
 ) -> Run:
     """Loaders, model, metrics, optimizer and scheduler, prepared in Accelerate's order."""
-    train_dataset, val_sets = datasets
+    train_data, val_sets = datasets
+    stages = train_data if isinstance(train_data, Stages) else None
+    if stages is not None and hps.step_scheduler_per_epoch:
+        raise TrainerConfigError(
+            "HyperParameters(step_scheduler_per_epoch=True) cannot be used with stages (a "
+            "curriculum): their epochs differ in length"
+        )
     if gradient_checkpointing is not None:
         gradient_checkpointing.enable(module.model)
-    train_loader = module.get_train_dataloader(train_dataset) or _loader(
-        module, train_dataset, hps.train_batch_size, loader_options, train=True
-    )
+    train_loaders = [
+        _train_loader(module, hps, loader_options, stage)
+        for stage in (stages.stages if stages else [(0, train_data, {})])
+    ]
     val_loaders = {
         key: module.get_validation_dataloader(dataset)
         or _loader(module, dataset, hps.val_batch_size, loader_options, train=False)
@@ -167,9 +181,10 @@ def prepare_run(
     }
     # None: Accelerate's own placement (on the device); False: the batches stay on the CPU.
     placement = None if loader_options.device_placement else False
-    model, prepared_train = accelerator.prepare(
-        module.model, train_loader, device_placement=None if placement is None else [None, False]
-    )
+    model, *prepared_train = accelerator.prepare(
+        module.model, *train_loaders,
+        device_placement=None if placement is None else [None, *[False] * len(train_loaders)],
+    )  # fmt: skip
     prepared_val = {
         key: accelerator.prepare_data_loader(loader, device_placement=placement)
         for key, loader in val_loaders.items()
@@ -179,22 +194,50 @@ def prepare_run(
         module.teacher = accelerator.prepare_model(module.teacher, evaluation_mode=True)
         module.teacher.eval()
     module.model = model
-    steps_per_epoch = math.ceil(len(prepared_train) / accelerator.gradient_accumulation_steps)
+    window = accelerator.gradient_accumulation_steps
+    plan = EpochPlan.build(prepared_train, stages.end_steps if stages else None, window)
+    steps_per_epoch = math.ceil(len(prepared_train[0]) / window)
     total_steps = hps.epochs * steps_per_epoch
     if hps.max_steps is not None:
         total_steps = min(total_steps, hps.max_steps)
-    optimizer, scheduler = _optimization(accelerator, module, model, hps, total_steps)
+    if plan.layout is not None:
+        total_steps = plan.layout.end_steps[-1]
+    epochs = hps.epochs if plan.layout is None else plan.layout.epochs
+    optimizer, scheduler = _optimization(accelerator, module, model, hps, (total_steps, epochs))
     return Run(
         accelerator=accelerator,
         model=model,
-        train_loader=prepared_train,
+        train_loader=prepared_train[0],
+        plan=plan,
         val_loaders=prepared_val,
         val_metrics=metrics_per_set(metrics, {k: samples(val_loaders[k]) for k in val_sets}),
         optimizer=optimizer,
         scheduler=scheduler,
         steps_per_epoch=steps_per_epoch,
         total_steps=total_steps,
+        epochs=epochs,
     )
+
+
+def _train_loader(
+    module: AcceleratorModule, hps: HyperParameters, options: LoaderOptions, stage: Stage
+) -> DataLoader[Any]:
+    """The loader of one dataset, or of one stage with its own DataLoader keyword arguments."""
+    _, dataset, loader_kwargs = stage
+    own = module.get_train_dataloader(dataset)
+    if own is not None:
+        return own
+    try:
+        return _loader(
+            module, dataset, hps.train_batch_size, options, train=True, loader_kwargs=loader_kwargs
+        )
+    except (TypeError, ValueError) as error:
+        if not loader_kwargs:
+            raise
+        raise TrainerConfigError(
+            f"Trainer.fit(train_dataset=...): a stage's dataloader_kwargs {loader_kwargs!r} do "
+            f"not make a DataLoader: {error}"
+        ) from error
 
 
 def named_sets(
@@ -257,7 +300,9 @@ def _loader(
     options: LoaderOptions,
     *,
     train: bool,
+    loader_kwargs: Mapping[str, Any] | None = None,
 ) -> DataLoader[Any]:
+    """The Trainer's DataLoader of ``dataset``; ``loader_kwargs`` (a stage's) override it."""
     collate: Callable[[list[Any]], Any] | None
     if overrides(module, "collate_fn"):
         collate = module.collate_fn
@@ -266,17 +311,13 @@ def _loader(
     common: dict[str, Any] = {"collate_fn": collate, "num_workers": options.num_workers,
                               "pin_memory": options.pin_memory}  # fmt: skip
     batch_sampler = options.batch_sampler if train else options.val_batch_sampler
-    if batch_sampler is not None:
-        return DataLoader(dataset, batch_sampler=batch_sampler, **common)
     sampler = options.sampler if train else options.val_sampler
-    return DataLoader(
-        dataset,
-        batch_size=batch_size,
-        shuffle=options.shuffle_train and train and sampler is None,
-        sampler=sampler,
-        drop_last=train and options.drop_last,
-        **common,
-    )
+    if batch_sampler is not None:
+        common["batch_sampler"] = batch_sampler
+    else:
+        common.update(batch_size=batch_size, sampler=sampler, drop_last=train and options.drop_last,
+                      shuffle=options.shuffle_train and train and sampler is None)  # fmt: skip
+    return DataLoader(dataset, **{**common, **(loader_kwargs or {})})
 
 
 def _optimization(
@@ -284,14 +325,16 @@ def _optimization(
     module: AcceleratorModule,
     model: torch.nn.Module,
     hps: HyperParameters,
-    total_steps: int,
+    length: tuple[int, int],
 ) -> tuple[Optimizer, LRScheduler | None]:
+    """The optimizer, and the scheduler sized to ``length``: (optimizer steps, epochs)."""
+    total_steps, epochs = length
     optimizer = module.get_optimizer() or hps.build_optimizer(
         p for p in model.parameters() if p.requires_grad
     )
-    scheduler_steps = hps.epochs if hps.step_scheduler_per_epoch else total_steps
-    scheduler = module.get_scheduler(optimizer, scheduler_steps, hps.epochs) or hps.build_scheduler(
-        optimizer, scheduler_steps, hps.epochs
+    scheduler_steps = epochs if hps.step_scheduler_per_epoch else total_steps
+    scheduler = module.get_scheduler(optimizer, scheduler_steps, epochs) or hps.build_scheduler(
+        optimizer, scheduler_steps, epochs
     )
     prepared = accelerator.prepare_optimizer(optimizer)
     return prepared, accelerator.prepare_scheduler(scheduler) if scheduler is not None else None

@@ -14,6 +14,7 @@ from typing import Any
 from accelerate import Accelerator
 
 from ._errors import ArtifactNotFoundError, TrainerConfigError
+from ._option_checks import check_mapping
 
 LogWith = str | list[str] | None
 logger = logging.getLogger("accmt_trainer")
@@ -43,17 +44,6 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[name] = str(value)
     return flat
-
-
-def check_mapping(option: str, value: Any) -> dict[str, Any]:
-    """An option that is a dict with string keys, or None (an empty dict)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
-        raise TrainerConfigError(
-            f"Trainer({option}=...): expected a dict with string keys, got {value!r}"
-        )
-    return dict(value)
 
 
 def check_tracker_kwargs(init_kwargs: Any, log_with: list[str] | None) -> dict[str, Any]:

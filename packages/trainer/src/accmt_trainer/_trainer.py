@@ -34,7 +34,14 @@ from ._module import AcceleratorModule
 from ._monitor import Monitor
 from ._nonfinite import NONFINITE_POLICIES, NonFinitePolicy
 from ._optimizer_step import OptimizerStep, StepOptions
-from ._option_checks import check_patience, clip_value, log_every_value, one_of, positive_int
+from ._option_checks import (
+    check_mapping,
+    check_patience,
+    clip_value,
+    log_every_value,
+    one_of,
+    positive_int,
+)
 from ._owners import build_loop
 from ._sanity_check import check_data, check_datasets, check_module, check_names, check_writable
 from ._saving_rules import SavingRule, parse_rule
@@ -49,14 +56,8 @@ from ._setup import (
     prepare_run,
 )
 from ._signals import stop_on_signals
-from ._trackers import (
-    LogWith,
-    check_mapping,
-    check_tracker_kwargs,
-    log_artifact,
-    resolve_trackers,
-    start_trackers,
-)
+from ._stages import Stages, TrainData, training_data
+from ._trackers import LogWith, check_tracker_kwargs, log_artifact, resolve_trackers, start_trackers
 
 logger = logging.getLogger("accmt_trainer")
 MIXED_PRECISION = (None, "no", "fp16", "bf16", "fp8")
@@ -208,24 +209,26 @@ class Trainer:
     def fit(
         self,
         module: AcceleratorModule,
-        train_dataset: Dataset[Any],
+        train_dataset: TrainData,
         val_dataset: Dataset[Any] | Mapping[str, Dataset[Any]] | None = None,
     ) -> TrainingState:
         """Train ``module`` on ``train_dataset``, evaluating on ``val_dataset`` (one dataset,
-        or a dict of named datasets). Returns the final :class:`TrainingState`.
+        or a dict of named datasets). Returns the final :class:`TrainingState`. Stages (a
+        curriculum, or a list of ``(max_step, dataset)``) train one after another.
 
         The run holds an exclusive lock on ``model_path`` until it returns: a second run on
         the same folder fails at once, naming the holder."""
         check_module(module)
+        train_data = training_data(train_dataset, self.hps.max_steps)
         self.accelerator = make_accelerator(self.accelerator_options())
         if self.seed is not None:
             set_seed(self.seed)
         check_writable(self._folders())
         with FolderLock(self.model_path, self.accelerator):
-            return self._fit(module, (train_dataset, named_sets(val_dataset)))
+            return self._fit(module, (train_data, named_sets(val_dataset)))
 
     def _fit(
-        self, module: AcceleratorModule, datasets: tuple[Dataset[Any], dict[str, Dataset[Any]]]
+        self, module: AcceleratorModule, datasets: tuple[Dataset[Any] | Stages, dict[str, Any]]
     ) -> TrainingState:
         check_datasets(*datasets)
         accelerator = self.accelerator
@@ -234,7 +237,7 @@ class Trainer:
             self.gradient_checkpointing,
         )  # fmt: skip
         self.model, self.optimizer, self.scheduler = run.model, run.optimizer, run.scheduler
-        check_data(run.train_loader, run.val_loaders)
+        check_data(run.plan.loaders, run.val_loaders)
         checkpoints = Checkpoints(
             self.model_path / "checkpoints", accelerator, max_checkpoints=self.max_checkpoints,
             objects=self.checkpointed_objects, background=self.checkpoint_async,

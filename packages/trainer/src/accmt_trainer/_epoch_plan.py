@@ -1,0 +1,97 @@
+"""Which loader each epoch of a run reads, and how many of its batches.
+
+One dataset: every epoch is one whole pass of its loader. Stages (a curriculum): each stage's
+loader is passed over again and again until the global optimizer step reaches the stage's end;
+each pass is an epoch, and the pass the stage's end cuts short is an epoch too. Everything
+follows from the stage ends, the loaders' lengths and the accumulation window, so a resumed run
+finds its stage from its epoch counter: no extra state is checkpointed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+from accelerate.data_loader import DataLoaderShard
+
+
+@attrs.frozen
+class StageLayout:
+    """The epochs of a curriculum, from plain numbers (a checkpoint's facts hold them)."""
+
+    end_steps: tuple[int, ...]
+    """The global step at which each stage ends."""
+    lengths: tuple[int, ...]
+    """Batches in one pass of each stage's loader, on this process."""
+    window: int
+    """Batches per optimizer step (gradient accumulation); a pass's end closes a window."""
+
+    def passes(self, stage: int) -> tuple[int, int]:
+        """How many epochs ``stage`` takes, and how many batches its last one reads."""
+        start = self.end_steps[stage - 1] if stage else 0
+        steps = self.end_steps[stage] - start
+        length = self.lengths[stage]
+        per_pass = math.ceil(length / self.window)
+        count = math.ceil(steps / per_pass)
+        last_steps = steps - (count - 1) * per_pass
+        return count, length if last_steps == per_pass else last_steps * self.window
+
+    @property
+    def epochs(self) -> int:
+        return sum(self.passes(stage)[0] for stage in range(len(self.end_steps)))
+
+    def epoch(self, epoch: int) -> tuple[int, int]:
+        """The stage of ``epoch``, and how many batches it reads."""
+        for stage, length in enumerate(self.lengths):
+            count, last = self.passes(stage)
+            if epoch < count:
+                return stage, last if epoch == count - 1 else length
+            epoch -= count
+        raise IndexError(f"the curriculum has {self.epochs} epochs; there is no epoch {epoch}")
+
+    def counters_at(self, epoch: int, seen: int) -> tuple[int, int]:
+        """``(global_step, batch_iteration)`` after ``seen`` batches of ``epoch``."""
+        step = batches = 0
+        for before in range(epoch):
+            _, read = self.epoch(before)
+            step, batches = step + math.ceil(read / self.window), batches + read
+        return step + math.ceil(seen / self.window), batches + seen
+
+    def facts(self) -> list[list[int]]:
+        return [[end, length] for end, length in zip(self.end_steps, self.lengths, strict=True)]
+
+    @classmethod
+    def from_facts(cls, facts: Sequence[Sequence[int]], window: int) -> StageLayout:
+        return cls(tuple(end for end, _ in facts), tuple(length for _, length in facts), window)
+
+
+@attrs.frozen
+class EpochPlan:
+    """The run's training loaders and the layout of its epochs over them."""
+
+    loaders: tuple[DataLoaderShard, ...]
+    layout: StageLayout | None
+    """None for one dataset: every epoch is a whole pass of ``loaders[0]``."""
+
+    @classmethod
+    def build(
+        cls, loaders: Sequence[DataLoaderShard], end_steps: Sequence[int] | None, window: int
+    ) -> EpochPlan:
+        if end_steps is None:
+            return cls(tuple(loaders), None)
+        lengths = tuple(len(loader) for loader in loaders)
+        return cls(tuple(loaders), StageLayout(tuple(end_steps), lengths, window))
+
+    def epoch(self, epoch: int) -> tuple[DataLoaderShard, int]:
+        """The loader ``epoch`` reads, and how many of its batches."""
+        if self.layout is None:
+            return self.loaders[0], len(self.loaders[0])
+        stage, batches = self.layout.epoch(epoch)
+        return self.loaders[stage], batches
+
+    def facts(self) -> dict[str, Any]:
+        """What a checkpoint must agree with, for the position within an epoch to hold."""
+        stages = None if self.layout is None else self.layout.facts()
+        return {"batches_per_epoch": len(self.loaders[0]), "stages": stages}

@@ -239,6 +239,15 @@ def test_fit_takes_1x_plain_list_of_stages(tmp_path: Path) -> None:
     assert module.sizes == [4, 4, 2, 2, 2]  # the second stage's own batch size
 
 
+@pytest.mark.parametrize("as_tuple", [False, True])
+def test_a_list_of_samples_is_a_dataset_not_stages(tmp_path: Path, as_tuple: bool) -> None:
+    module = StageRecorder()
+    samples = [tuple(sample) for sample in tagged(12, 7)]
+    state = run(tmp_path).fit(module, tuple(samples) if as_tuple else samples)
+    assert state.global_step == 3  # one epoch of 12 samples in batches of 4
+    assert stage_of_each_step(module) == {1: {7}, 2: {7}, 3: {7}}
+
+
 def test_a_stage_size_follows_max_steps(tmp_path: Path) -> None:
     module = StageRecorder()
     stages = [(3, tagged(8, 0)), (-1, tagged(8, 1))]
@@ -251,7 +260,8 @@ def test_a_stage_size_follows_max_steps(tmp_path: Path) -> None:
     ("data", "message"),
     [
         ([tagged(8, 0), tagged(8, 1)], r"stage 0 is TensorDataset"),
-        ([(torch.zeros(2), 1), (torch.ones(2), 0)], r"stage 0: max_step must be a whole number"),
+        ([(0, tagged(8, 0)), (torch.ones(2), 0)], r"stage 0: max_step must be a whole number"),
+        ([(4, tagged(8, 0)), "a sample"], r"stage 1 is str 'a sample'"),
         ([(1.5, tagged(8, 0))], r"stage 0: max_step must be a whole number.*got float 1.5"),
         ([(4, tagged(8, 0)), (4, tagged(8, 1))], r"stage 1's max_step 4 is not above .*\(4\)"),
         ([(-1, tagged(8, 0)), (4, tagged(8, 1))], r"stage 0: .*\(-1 is for the last stage only\)"),

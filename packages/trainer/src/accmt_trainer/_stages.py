@@ -44,12 +44,28 @@ class Stages:
 
 def training_data(train_dataset: Any, max_steps: int | None) -> Any:
     """``train_dataset`` itself when it is one dataset, else the :class:`Stages` it
-    describes; a list that is not stages is refused here, before anything is built."""
+    describes; a list meant as stages but not right is refused here, before anything is built.
+
+    A list of samples is a dataset to torch, so a list is read as stages only when something
+    in it is a dataset or looks like a stage: a pair or triple that starts with a whole number
+    or holds a dataset second."""
     if isinstance(train_dataset, Curriculum):
         return Stages(tuple(train_dataset.stages(max_steps)))
-    if isinstance(train_dataset, (list, tuple)):
+    if isinstance(train_dataset, (list, tuple)) and (
+        not train_dataset or any(map(_meant_as_stage, train_dataset))
+    ):
         return Stages(tuple(_listed_stages(train_dataset, max_steps)))
     return train_dataset
+
+
+def _meant_as_stage(item: Any) -> bool:
+    if isinstance(item, Dataset):
+        return True
+    return (
+        isinstance(item, (tuple, list))
+        and len(item) in (2, 3)
+        and (whole_number(item[0]) or isinstance(item[1], Dataset))
+    )
 
 
 def _listed_stages(listed: Sequence[Any], max_steps: int | None) -> list[Stage]:

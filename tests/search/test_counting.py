@@ -10,6 +10,7 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import FrozenTrial, TrialState
 
 from accmt_search import EvaluationMetrics
+from accmt_search._driver import _fresh
 from accmt_search._metrics import validation_loss
 from accmt_search._study import RECORD, Tally, is_surplus, takes_a_place
 
@@ -64,6 +65,17 @@ def test_a_trial_asked_past_n_trials_by_a_racing_worker_is_surplus() -> None:
     assert not is_surplus(trials, 2, n_trials=2)
     assert is_surplus(trials, 3, n_trials=2)
     assert not is_surplus(trials, 3, n_trials=3)
+
+
+def test_the_study_is_read_again_unless_the_asked_trial_is_new_in_a_free_place() -> None:
+    done = [trial(0, TrialState.COMPLETE, "complete"), trial(1, TrialState.PRUNED, "pruned")]
+    assert _fresh(done, 2)  # nothing asked since: a new trial in a free place
+    assert _fresh([], 0)
+    assert not _fresh(done, 3)  # another worker asked trial 2 meanwhile
+    # A trial running may be cut off and queued again as the one asked; a waiting retry may
+    # be the one asked: both need the study's current record.
+    assert not _fresh([*done, trial(2, TrialState.RUNNING)], 3)
+    assert not _fresh([*done, trial(2, TrialState.WAITING)], 3)
 
 
 def test_evaluation_metrics_read_1x_names() -> None:

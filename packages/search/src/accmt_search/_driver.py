@@ -13,6 +13,7 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,8 @@ class Lead:
         self.study = study
         self.counts_running = heartbeats(storage)
         self.last: tuple[int, TrialOutcome] | None = None
+        self.seen: Sequence[FrozenTrial] = ()
+        """The study's trials as the loop last read them, before asking for a trial."""
 
     def __call__(self) -> SearchResult:
         try:
@@ -120,7 +123,7 @@ class Lead:
         try:
             while not interrupted:
                 fail_stale_trials(self.study)
-                trials = self.study.get_trials(deepcopy=False)
+                trials = self.seen = self.study.get_trials(deepcopy=False)
                 tally = Tally.of(trials, self.counts_running)
                 progress.show(tally.finished, best_value(trials, self.study.direction))
                 if tally.finished >= options.n_trials:
@@ -183,9 +186,8 @@ class Lead:
     def _plan(self, trial: optuna.Trial) -> TrialPlan | None:
         """Sample the trial; None when it was asked past n_trials. A retry trains in the folder
         of the trial it repeats, and resumes from its checkpoint."""
-        trials = self.study.get_trials(deepcopy=False)
-        original = retried_trial(trials, trial.number)
-        if original is None and is_surplus(trials, trial.number, self.run.options.n_trials):
+        original, surplus = self._place(trial.number)
+        if surplus:
             return None
         number = trial.number if original is None else original
         folder = self.run.options.output_dir / f"trial_{number}"
@@ -195,6 +197,15 @@ class Lead:
             problem = f"{type(error).__name__}: {error}"
             return TrialPlan(trial.number, folder, None, error=problem, retry_of=original)
         return TrialPlan(trial.number, folder, config, retry_of=original)
+
+    def _place(self, number: int) -> tuple[int | None, bool]:
+        """(the trial that trial ``number`` retries or None, whether it was asked past
+        n_trials)."""
+        if _fresh(self.seen, number):
+            return None, False
+        trials = self.study.get_trials(deepcopy=False)
+        original = retried_trial(trials, number)
+        return original, original is None and is_surplus(trials, number, self.run.options.n_trials)
 
     # ------------------------------------------------------------------------ the end
 
@@ -254,6 +265,17 @@ class Lead:
             )  # fmt: skip
             hps = HyperParameters.from_dict(record["hps"])
             return TrialConfig(hps, dict(record.get("module_kwargs") or {}))
+
+
+def _fresh(seen: Sequence[FrozenTrial], number: int) -> bool:
+    """Whether trial ``number`` is surely a new trial in a free place, from ``seen`` (read just
+    before it was asked) alone: then the study need not be read again (a read of every trial,
+    a few milliseconds a trial). Trial numbers are dense, so number ``len(seen)`` means that no
+    trial was asked in between, by this worker or another; with none running or waiting in
+    ``seen``, none can have been cut off and queued again as this one (a retry); and the loop
+    asked because fewer than n_trials had finished, so the place is free."""
+    busy = (TrialState.RUNNING, TrialState.WAITING)
+    return number == len(seen) and not any(trial.state in busy for trial in seen)
 
 
 def _record(plan: TrialPlan, outcome: TrialOutcome) -> dict[str, Any]:

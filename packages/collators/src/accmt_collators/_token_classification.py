@@ -52,7 +52,7 @@ class DataCollatorForTokenClassification(PaddingCollator):
             )
         same = labels.same_lengths_as(group.ids)  # one label per token: the inputs' places
         real = group.real if same else labels.real_positions(group.length, group.side)
-        group.fields[name] = labels.padded(real, self.label_pad_token_id)
+        group.fields[name] = labels.padded(real, group.side, self.label_pad_token_id)
         return group.fields
 
     def _options(self) -> dict[str, Any]:

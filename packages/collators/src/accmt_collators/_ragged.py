@@ -88,7 +88,9 @@ class Ragged:
         start = 0
         for row, count in zip(self.rows, self.lengths, strict=True):
             at = start if side == "right" else start + (length - count) * width
-            row_items = array.array("q", itertools.chain.from_iterable(row) if width > 1 else row)
+            # (array reads a list in C; from an iterator, item by item: flatten to a list first)
+            flat = list(itertools.chain.from_iterable(row)) if width > 1 else row
+            row_items = array.array("q", flat)
             if len(row_items) != count * width:
                 raise ValueError(f"items are not all {width} long")
             items[at : at + len(row_items)] = row_items

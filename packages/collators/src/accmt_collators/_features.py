@@ -66,7 +66,7 @@ class GroupPadder:
             if key == "input_ids":
                 needs_pad = min(ids.lengths, default=length) < length
                 pad = pad_token_id(self.tokenizer, self.owner) if needs_pad else 0
-                fields[key] = ids.padded(real, side, pad)
+                fields[key] = ids.padded(length, side, pad, real)
             elif key in _PAD_VALUES:
                 fields[key] = self._pad_alongside(features, key, ids, real, side, path)
             else:
@@ -134,7 +134,7 @@ class GroupPadder:
             # The usual mask, all ones, is the real positions: no items to convert.
             return real.to(torch.int64)
         value = pad_token_type_id(self.tokenizer) if key == "token_type_ids" else _PAD_VALUES[key]
-        return rows.padded(real, side, value)
+        return rows.padded(real.shape[1], side, value, real)
 
 
 # The per-token fields that padding extends, and with what (transformers' tokenizer._pad).

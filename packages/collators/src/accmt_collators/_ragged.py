@@ -64,15 +64,22 @@ class Ragged:
         # list.count compares in C: far cheaper than converting the items.
         return all(row.count(value) == len(row) for row in rows)
 
-    def padded(self, real: torch.Tensor, side: PaddingSide, value: int) -> torch.Tensor:
-        """(rows, length, ...) int64 with ``value`` wherever ``real`` (this batch's
-        ``real_positions`` on ``side``) is False."""
+    def padded(
+        self, length: int, side: PaddingSide, value: int, real: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(rows, length, ...) int64 with ``value`` around each row's items, placed on ``side``.
+
+        ``real`` (this batch's ``real_positions``) is only read for rows that are not lists;
+        it is made here when not given (lists of ints never need it).
+        """
         try:
             if isinstance(self.rows[0], (list, tuple)):
                 try:
-                    return self._padded_lists(real.shape[1], side, value)
+                    return self._padded_lists(length, side, value)
                 except TypeError:  # floats, or items of uneven shapes: torch says what is wrong
                     pass
+            if real is None:
+                real = self.real_positions(length, side)
             return self._padded_tensors(real, value)
         except _UNREADABLE as error:
             raise _unreadable(self.owner, self.path, error) from error

@@ -92,15 +92,22 @@ class Ragged:
         width = len(first) if isinstance(first, (list, tuple)) else 1
         stride = length * width
         items = array.array("q", [value]) * (stride * len(self.rows))
-        start = 0
+        pairs = None
+        if width > 1:
+            # All rows' pairs flattened at once (array reads a list in C, an iterator item by
+            # item), then sliced per row below.
+            pairs = array.array("q", list(itertools.chain.from_iterable(
+                itertools.chain.from_iterable(self.rows))))  # fmt: skip
+            if len(pairs) != width * sum(self.lengths):
+                raise ValueError(f"items are not all {width} long")
+        start = taken = 0
         for row, count in zip(self.rows, self.lengths, strict=True):
             at = start if side == "right" else start + (length - count) * width
-            # (array reads a list in C; from an iterator, item by item: flatten to a list first)
-            flat = list(itertools.chain.from_iterable(row)) if width > 1 else row
-            row_items = array.array("q", flat)
-            if len(row_items) != count * width:
-                raise ValueError(f"items are not all {width} long")
-            items[at : at + len(row_items)] = row_items
+            if pairs is None:
+                items[at : at + count] = array.array("q", row)
+            else:
+                items[at : at + count * width] = pairs[taken : taken + count * width]
+                taken += count * width
             start += stride
         shape = (len(self.rows), length, width) if width > 1 else (len(self.rows), length)
         if not items:

@@ -120,6 +120,8 @@ def main() -> None:
                     "ours": lambda c=ours, b=batch: c(b),
                     "theirs": lambda c=theirs, b=batch: c(b),
                 }
+                for run in runs.values():
+                    run()  # warm-up: first-call caches (tables, special ids) on both sides
                 medians = interleaved_medians(runs, repeats)
                 ratio = medians["theirs"] / medians["ours"]
                 ratios.append(ratio)

@@ -66,9 +66,9 @@ class GroupPadder:
             if key == "input_ids":
                 needs_pad = min(ids.lengths, default=length) < length
                 pad = pad_token_id(self.tokenizer, self.owner) if needs_pad else 0
-                fields[key] = ids.padded(real, pad)
+                fields[key] = ids.padded(length, side, pad, real)
             elif key in _PAD_VALUES:
-                fields[key] = self._pad_alongside(features, key, ids, real, path)
+                fields[key] = self._pad_alongside(features, key, ids, real, side, path)
             else:
                 fields[key] = collate_beside_tokens(
                     [f[key] for f in features], self.owner, (*path, key)
@@ -120,6 +120,7 @@ class GroupPadder:
         key: str,
         ids: Ragged,
         real: torch.Tensor,
+        side: PaddingSide,
         path: Path,
     ) -> torch.Tensor:
         rows = Ragged.from_rows([f[key] for f in features], self.owner, (*path, key))
@@ -129,8 +130,11 @@ class GroupPadder:
                 f"{self.owner}: samples[{index}]{place((*path, key))} has "
                 f"{rows.lengths[index]} entries but its input_ids has {ids.lengths[index]}"
             )
+        if key == "attention_mask" and rows.all_equal(1):
+            # The usual mask, all ones, is the real positions: no items to convert.
+            return real.to(torch.int64)
         value = pad_token_type_id(self.tokenizer) if key == "token_type_ids" else _PAD_VALUES[key]
-        return rows.padded(real, value)
+        return rows.padded(real.shape[1], side, value, real)
 
 
 # The per-token fields that padding extends, and with what (transformers' tokenizer._pad).

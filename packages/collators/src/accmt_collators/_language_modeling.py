@@ -151,7 +151,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
         """(rows, length): which tokens are special, never to be masked."""
         if "special_tokens_mask" in features[0]:
             rows = self._alongside(features, "special_tokens_mask", group, path)
-            return rows.padded(group.real, 1).bool()
+            return rows.padded(group.length, group.side, 1, group.real).bool()
         ids = group.fields["input_ids"]
         return torch.isin(ids, special_ids_tensor(self.tokenizer))
 
@@ -161,7 +161,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
         """(rows, length): which tokens continue the word of the token before them."""
         if "offset_mapping" in features[0]:
             offsets = self._alongside(features, "offset_mapping", group, path)
-            return continues_by_offsets(offsets.padded(group.real, 0))
+            return continues_by_offsets(offsets.padded(group.length, group.side, 0, group.real))
         table = self._continuation_table()
         ids = group.fields["input_ids"]
         if ids.numel() and int(ids.max()) >= len(table):

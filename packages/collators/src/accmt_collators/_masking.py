@@ -52,17 +52,17 @@ class TokenMasking:
         chosen = chance < self._chosen_below
         chosen &= eligible
         kind = signed_high_word(bits)
-        new_ids = ids
+        replacement = ids
         if self._random_below > self._masked_below:
             # Given a random replacement, ``kind`` is uniform over [masked, random): its place
             # there picks the token (over 2**28 values for the default 0.1; bias < V / 2**28).
-            # The tokens below ``masked`` it also covers become the mask token just after.
+            # The kinds below ``masked`` it also covers become the mask token just after.
             width = self._random_below - self._masked_below
             token = (kind - self._masked_below) * self.vocabulary_size // width
-            new_ids = torch.where(chosen & (kind < self._random_below), token, ids)
-        to_mask = kind < self._masked_below
-        to_mask &= chosen
-        new_ids = torch.where(to_mask, self.mask_token_id, new_ids)
+            replacement = torch.where(kind < self._random_below, token, ids)
+        replacement = torch.where(kind < self._masked_below, self.mask_token_id, replacement)
+        # Chosen last, once: fewer tensor operations, each a fixed cost at small batches.
+        new_ids = torch.where(chosen, replacement, ids)
         return new_ids, torch.where(chosen, ids, -100)
 
 

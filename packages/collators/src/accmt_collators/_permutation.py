@@ -15,7 +15,7 @@ from ._padding import PaddingPlan, optional_positive
 from ._plain import Path, place
 from ._ragged import Ragged
 from ._seeding import SeededCollator
-from ._tokenizer import MaskingTokenizer, mask_token_id, special_ids_tensor
+from ._tokenizer import MaskingTokenizer, PaddingSide, mask_token_id, special_ids_tensor
 
 
 class DataCollatorForPermutationLanguageModeling(SeededCollator):
@@ -86,8 +86,8 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         pad = getattr(self.tokenizer, "pad_token_id", None)
         if pad is not None:
             functional |= inputs == pad
-        masked = torch.zeros_like(functional)
-        masked[group.real] = self._spans(group.ids, keys)
+        masked = self._spans(group.ids, keys, length, group.side)
+        masked &= group.real
         masked &= ~functional
         labels = torch.where(masked, inputs, -100)
         inputs[masked] = self.mask_token_id
@@ -105,24 +105,28 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         return {"input_ids": inputs, "perm_mask": perm_mask,
                 "target_mapping": target_mapping, "labels": labels}  # fmt: skip
 
-    def _spans(self, ids: Ragged, keys: torch.Tensor) -> torch.Tensor:
-        """Flat: which tokens the spans cover, sweeping each sample from its first token."""
-        longest = ids.longest
+    def _spans(
+        self, ids: Ragged, keys: torch.Tensor, length: int, side: PaddingSide
+    ) -> torch.Tensor:
+        """(samples, length): the columns the spans cover, sweeping each sample from its first
+        token (the caller clears the padding)."""
         # The shortest stretch holds a 1-token span, so no sample has more stretches than this.
-        most = longest // int(1 / self.plm_probability) + 1
+        most = ids.longest // int(1 / self.plm_probability) + 1
         bits = draw(keys[:, None], torch.arange(most)[None, :], Stream.SPAN)
         assert self.max_span_length is not None
         span = 1 + (unit(low_word(bits)) * self.max_span_length).to(torch.int64)
         stretch = (span.to(torch.float64) / self.plm_probability).to(torch.int64)
         begin = stretch.cumsum(1) - stretch
         start = begin + (unit(high_word(bits)) * (stretch - span + 1)).to(torch.int64)
-        lengths = torch.tensor(ids.lengths)
-        used = (begin < lengths[:, None]).to(torch.int64)
-        edges = torch.zeros((len(keys), longest + 1), dtype=torch.int64)
-        edges.scatter_add_(1, start.clamp(max=longest), used)
-        edges.scatter_add_(1, (start + span).clamp(max=longest), -used)
-        covered = edges.cumsum(1)[:, :longest] > 0
-        return covered[torch.arange(longest) < lengths[:, None]]
+        lengths = torch.tensor(ids.lengths)[:, None]
+        used = (begin < lengths).to(torch.int64)
+        if side == "left":
+            start += length - lengths  # from places in the sample to columns of the batch
+        # +1 where a span starts, -1 where it ends: a running sum > 0 is inside one.
+        edges = torch.zeros((len(keys), length + 1), dtype=torch.int64)
+        edges.scatter_add_(1, start.clamp(max=length), used)
+        edges.scatter_add_(1, (start + span).clamp(max=length), -used)
+        return edges.cumsum(1)[:, :length] > 0
 
     def _factorisation_order(self, keys: torch.Tensor, length: int) -> torch.Tensor:
         """(samples, length): XLNet's order, one random permutation shared by both halves."""

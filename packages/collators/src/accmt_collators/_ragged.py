@@ -1,4 +1,4 @@
-"""Rows of different lengths held end to end in one tensor, padded with tensor operations."""
+"""Rows of different lengths, padded into one tensor for the whole batch."""
 
 from __future__ import annotations
 
@@ -13,55 +13,28 @@ from ._errors import CollatorError
 from ._plain import Path, place
 from ._tokenizer import PaddingSide
 
+_UNREADABLE = (TypeError, ValueError, RuntimeError, OverflowError)
+
 
 class Ragged:
-    """A batch of rows (token ids, labels, offsets) stored as one tensor of all their items.
+    """A batch of rows (token ids, labels, offsets): their lengths, read at once, and their
+    values, converted only when padded, straight into the padded layout."""
 
-    Padding places all values at once through a boolean mask of the real positions, never
-    row by row in Python.
-    """
-
-    def __init__(self, values: torch.Tensor, lengths: list[int]) -> None:
-        self.values = values
+    def __init__(self, rows: Sequence[Any], lengths: list[int], owner: str, path: Path) -> None:
+        self.rows = rows
         self.lengths = lengths
+        self.owner = owner
+        self.path = path
 
     @classmethod
     def from_rows(cls, rows: Sequence[Any], owner: str, path: Path) -> Ragged:
         """Rows given as lists of ints, numpy arrays or tensors: ``samples[*]{path}`` of the
         collator ``owner`` (which errors name)."""
         try:
-            if isinstance(rows[0], (list, tuple)):
-                return cls._from_lists(rows)
-            tensors = [torch.as_tensor(row) for row in rows]
-            lengths = [len(tensor) for tensor in tensors]
-            return cls(torch.cat(tensors).to(torch.int64), lengths)
-        except (TypeError, ValueError, RuntimeError, OverflowError) as error:
-            raise CollatorError(f"{owner}: samples[*]{place(path)} cannot be read as rows of "
-                                f"integers ({error})") from error  # fmt: skip
-
-    @classmethod
-    def _from_lists(cls, rows: Sequence[Sequence[Any]]) -> Ragged:
-        lengths = [len(row) for row in rows]
-        first = next((row[0] for row in rows if len(row)), None)
-        # Items may be pairs themselves (offset_mapping): each row is then flattened too.
-        width = len(first) if isinstance(first, (list, tuple)) else 0
-        try:
-            # Python ints to int64 in C, row by row, then shared with torch without a copy
-            # (a row of another kind, a tensor say, is iterated: slower, still right).
-            items = array.array("q")
-            for row in rows:
-                items.extend(itertools.chain.from_iterable(row) if width else row)
-        except TypeError:  # floats, or items of uneven shapes: torch says what is wrong
-            flat = [item for row in rows for item in row]
-            return cls(torch.tensor(flat, dtype=torch.int64), lengths)
-        if not items:
-            return cls(torch.zeros((0, width) if width else 0, dtype=torch.int64), lengths)
-        values = torch.frombuffer(items, dtype=torch.int64)
-        if width:
-            if len(values) != width * sum(lengths):
-                raise ValueError(f"items are not all {width} long")
-            values = values.reshape(-1, width)
-        return cls(values, lengths)
+            lengths = [len(row) for row in rows]
+        except _UNREADABLE as error:
+            raise _unreadable(owner, path, error) from error
+        return cls(rows, lengths, owner, path)
 
     @property
     def longest(self) -> int:
@@ -83,11 +56,77 @@ class Ragged:
             return columns
         return columns - (length - torch.tensor(self.lengths))[:, None]
 
-    def padded(self, real: torch.Tensor, value: int) -> torch.Tensor:
-        """(rows, length, ...) with ``value`` wherever ``real`` (from real_positions) is False."""
-        out = self.values.new_full((*real.shape, *self.values.shape[1:]), value)
-        out[real] = self.values
+    def all_equal(self, value: int) -> bool:
+        """Whether every item of every row equals ``value`` (rows of Python lists only)."""
+        rows = self.rows
+        if not isinstance(rows[0], (list, tuple)):
+            return False
+        # list.count compares in C: far cheaper than converting the items.
+        return all(row.count(value) == len(row) for row in rows)
+
+    def padded(
+        self, length: int, side: PaddingSide, value: int, real: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """(rows, length, ...) int64 with ``value`` around each row's items, placed on ``side``.
+
+        ``real`` (this batch's ``real_positions``) is only read for rows that are not lists;
+        it is made here when not given (lists of ints never need it).
+        """
+        try:
+            if isinstance(self.rows[0], (list, tuple)):
+                try:
+                    return self._padded_lists(length, side, value)
+                except TypeError:  # floats, or items of uneven shapes: torch says what is wrong
+                    pass
+            if real is None:
+                real = self.real_positions(length, side)
+            return self._padded_tensors(real, value)
+        except _UNREADABLE as error:
+            raise _unreadable(self.owner, self.path, error) from error
+
+    def _padded_lists(self, length: int, side: PaddingSide, value: int) -> torch.Tensor:
+        """Python ints to int64 in C, each row written at its place in a pre-filled buffer that
+        torch then shares without a copy: no per-item work in Python, no scatter after."""
+        first = next((row[0] for row in self.rows if len(row)), None)
+        # Items may be pairs themselves (offset_mapping): each row is then flattened.
+        width = len(first) if isinstance(first, (list, tuple)) else 1
+        stride = length * width
+        items = array.array("q", [value]) * (stride * len(self.rows))
+        pairs = None
+        if width > 1:
+            # All rows' pairs flattened at once (array reads a list in C, an iterator item by
+            # item), then sliced per row below.
+            pairs = array.array("q", list(itertools.chain.from_iterable(
+                itertools.chain.from_iterable(self.rows))))  # fmt: skip
+            if len(pairs) != width * sum(self.lengths):
+                raise ValueError(f"items are not all {width} long")
+        start = taken = 0
+        for row, count in zip(self.rows, self.lengths, strict=True):
+            at = start if side == "right" else start + (length - count) * width
+            if pairs is None:
+                items[at : at + count] = array.array("q", row)
+            else:
+                items[at : at + count * width] = pairs[taken : taken + count * width]
+                taken += count * width
+            start += stride
+        shape = (len(self.rows), length, width) if width > 1 else (len(self.rows), length)
+        if not items:
+            return torch.full(shape, value, dtype=torch.int64)
+        return torch.frombuffer(items, dtype=torch.int64).view(shape)
+
+    def _padded_tensors(self, real: torch.Tensor, value: int) -> torch.Tensor:
+        """Rows of any other kind (tensors, arrays, lists of floats): concatenated, then placed
+        through the mask of real positions."""
+        tensors = [torch.as_tensor(row, dtype=torch.int64) for row in self.rows]
+        values = torch.cat(tensors)
+        out = values.new_full((*real.shape, *values.shape[1:]), value)
+        out[real] = values
         return out
 
     def same_lengths_as(self, other: Ragged) -> bool:
         return self.lengths == other.lengths
+
+
+def _unreadable(owner: str, path: Path, error: Exception) -> CollatorError:
+    return CollatorError(f"{owner}: samples[*]{place(path)} cannot be read as rows of "
+                         f"integers ({error})")  # fmt: skip

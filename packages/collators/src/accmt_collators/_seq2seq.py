@@ -76,7 +76,7 @@ class DataCollatorForSeq2Seq(PaddingCollator):
                 f"than max_length={self.max_length}; truncate the targets when tokenizing"
             )
         side = padding_side(self.tokenizer, self._owner)
-        return rows.padded(rows.real_positions(length, side), self.label_pad_token_id)
+        return rows.padded(length, side, self.label_pad_token_id)
 
     def _labels_length(self, longest: int) -> int:
         if not self.plan.pads:

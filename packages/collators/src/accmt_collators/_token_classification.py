@@ -50,9 +50,9 @@ class DataCollatorForTokenClassification(PaddingCollator):
                 f"labels, more than the {group.length} positions the inputs are padded to"
                 + (f" (max_length={self.max_length})" if self.max_length else "")
             )
-        same = labels.same_lengths_as(group.ids)  # one label per token: the inputs' places
-        real = group.real if same else labels.real_positions(group.length, group.side)
-        group.fields[name] = labels.padded(real, self.label_pad_token_id)
+        # One label per token: the inputs' real places serve (else padded makes its own).
+        real = group.real if labels.same_lengths_as(group.ids) else None
+        group.fields[name] = labels.padded(group.length, group.side, self.label_pad_token_id, real)
         return group.fields
 
     def _options(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ missing, added, resized or altered, or not of the kind its name says) is not tru
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -108,15 +109,22 @@ def _check_kind(path: Path, name: str) -> None:
 
 def package_versions() -> dict[str, str]:
     """Versions of the packages a checkpoint's contents depend on."""
+    return dict(_loaded_versions())
+
+
+# Read once a process (each read scans the installed metadata, ~2 ms): the code a checkpoint
+# depends on is the code already imported, which a later install does not change.
+@functools.cache
+def _loaded_versions() -> tuple[tuple[str, str], ...]:
     names = ("accmt-trainer", "accmt-state", "accmt-callbacks", "accmt-metrics", "torch",
              "accelerate")  # fmt: skip
-    versions = {}
+    versions = []
     for name in names:
         try:
-            versions[name] = importlib.metadata.version(name)
+            versions.append((name, importlib.metadata.version(name)))
         except importlib.metadata.PackageNotFoundError:
-            versions[name] = "unknown"
-    return versions
+            versions.append((name, "unknown"))
+    return tuple(versions)
 
 
 def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: Path) -> None:

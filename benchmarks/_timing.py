@@ -19,14 +19,31 @@ def median_seconds(run: Callable[[], object], repeats: int) -> float:
     return statistics.median(samples)
 
 
-def interleaved_medians(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median wall time of each run, the runs taken in turn so that noise hits all alike."""
+def interleaved_samples(
+    runs: dict[str, Callable[[], object]],
+    repeats: int,
+    before: Callable[[], object] | None = None,
+) -> dict[str, list[float]]:
+    """Wall times of each run, the runs taken in turn so that noise hits all alike;
+    ``before``, untimed, ahead of each run."""
     samples: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
+            if before is not None:
+                before()
             start = time.perf_counter()
             run()
             samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+def interleaved_medians(
+    runs: dict[str, Callable[[], object]],
+    repeats: int,
+    before: Callable[[], object] | None = None,
+) -> dict[str, float]:
+    """Median wall time of each run of :func:`interleaved_samples`."""
+    samples = interleaved_samples(runs, repeats, before)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 

@@ -98,6 +98,26 @@ def test_a_model_path_that_cannot_be_written_is_named(tmp_path: Path) -> None:
     assert steps.steps == 0
 
 
+def test_a_logging_dir_that_cannot_be_written_is_named(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("not a folder")
+    logs = tmp_path / "a_file" / "logs"
+    steps = Steps()
+    trainer = Trainer(HPS, tmp_path / "run", log_with="tensorboard", logging_dir=logs,
+                      progress_bar=False, metrics=[Accuracy()], callbacks=[steps])  # fmt: skip
+    match = r"Trainer\(logging_dir=.*a_file/logs.*cannot be written"
+    fails_before_training(trainer, steps, TrainerConfigError, match)
+
+
+def test_training_data_that_gives_no_batch_is_named(tmp_path: Path) -> None:
+    # Not empty, but 4 samples in batches of 8 with the last batch dropped is no batch at all.
+    trainer, steps = make(tmp_path / "run", dataloader_drop_last=True)
+    fails_before_training(
+        trainer, steps, TrainerConfigError,
+        r"train_dataset=\.\.\.\): the training data gives no batch.*dataloader_drop_last=False",
+        train=blobs(4),
+    )  # fmt: skip
+
+
 class Returns(Classifier):
     def __init__(self, kind: str) -> None:
         super().__init__()

@@ -27,6 +27,7 @@ from ._epoch_plan import EpochPlan
 from ._errors import TrainerConfigError
 from ._hyperparameters import HyperParameters
 from ._module import AcceleratorModule, overrides
+from ._sanity_check import check_data
 from ._stages import Stages
 
 DEFAULT_SET = "validation"
@@ -196,6 +197,8 @@ def prepare_run(
     module.model = model
     window = accelerator.gradient_accumulation_steps
     plan = EpochPlan.build(prepared_train, stages.end_steps if stages else None, window)
+    # Before the schedule is sized by the loaders' lengths: an empty one is named, not a 0.
+    check_data(plan.loaders, prepared_val)
     steps_per_epoch = math.ceil(len(prepared_train[0]) / window)
     total_steps = hps.epochs * steps_per_epoch
     if hps.max_steps is not None:

@@ -43,7 +43,7 @@ from ._option_checks import (
     positive_int,
 )
 from ._owners import build_loop
-from ._sanity_check import check_data, check_datasets, check_module, check_names, check_writable
+from ._sanity_check import check_datasets, check_module, check_names, check_writable
 from ._saving_rules import SavingRule, parse_rule
 from ._setup import (
     AcceleratorOptions,
@@ -237,7 +237,6 @@ class Trainer:
             self.gradient_checkpointing,
         )  # fmt: skip
         self.model, self.optimizer, self.scheduler = run.model, run.optimizer, run.scheduler
-        check_data(run.plan.loaders, run.val_loaders)
         checkpoints = Checkpoints(
             self.model_path / "checkpoints", accelerator, max_checkpoints=self.max_checkpoints,
             objects=self.checkpointed_objects, background=self.checkpoint_async,

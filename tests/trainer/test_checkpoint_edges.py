@@ -3,6 +3,7 @@ renames, a pointer that cannot be written, a full disk, a resumed state that doe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -136,3 +137,37 @@ def test_a_resumed_state_that_does_not_fit_the_run_is_named(tmp_path: Path) -> N
     state.save(folder / "state.json")
     with pytest.raises(CheckpointError, match=r"state\.json: global_step is 40, .* must be 1"):
         store.load(folder, RUN)
+
+
+def sha256_manifest(folder: Path, damage: str | None = None) -> None:
+    """Rewrite the manifest as accmt 2.0's first checkpoints wrote it: sha256 digests, no
+    ``digest`` key; ``damage`` names a file whose recorded digest is then wrong."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["digest"]
+    for name, entry in manifest["files"].items():
+        del entry["xxh3_128"]
+        entry["sha256"] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        if name == damage:
+            entry["sha256"] = "0" * 64
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_manifest_of_sha256_digests_still_loads(tmp_path: Path) -> None:
+    store = checkpoints(tmp_path / "checkpoints")
+    save(store, 1, 1)
+    sha256_manifest(store.complete()[0])
+    folder = store.find(None, RUN)
+    assert folder is not None
+    state, _ = store.load(folder, RUN)
+    assert state.global_step == 1
+
+
+def test_a_sha256_digest_that_differs_is_named(tmp_path: Path) -> None:
+    store = checkpoints(tmp_path / "checkpoints")
+    save(store, 1, 1)
+    save(store, 2, 2)
+    sha256_manifest(store.complete()[1], damage="state.json")
+    with pytest.warns(UserWarning, match=r"skipping checkpoint checkpoint_000002: state\.json"):
+        folder = store.find(None, RUN)
+    assert folder is not None
+    assert folder.name == "checkpoint_000001"

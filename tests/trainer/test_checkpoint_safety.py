@@ -84,6 +84,8 @@ FILES = [
     "accelerate/model.safetensors", "accelerate/optimizer.bin", "accelerate/scheduler.bin",
     "accelerate/random_states_0.pkl", "process_0.safetensors", "object_0.safetensors",
     "callbacks.json", "state.json", "accelerate/custom_checkpoint_0.pkl",
+    # What a checkpoint of mixed precision (fp16's scaler) or of a second process holds:
+    "accelerate/scaler.pt", "accelerate/random_states_1.pkl", "process_1.safetensors",
 ]  # fmt: skip
 
 

@@ -14,11 +14,20 @@ from pathlib import Path
 import pytest
 import torch
 
+from accmt_callbacks import Callback
 from accmt_trainer import Trainer, TrainerConfigError
 
 WORKER = Path(__file__).parent / "workers" / "slow_run.py"
 sys.path.insert(0, str(WORKER.parent))
 from slow_run import Linear, data  # noqa: E402
+
+
+class Steps(Callback):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_after_training_step(self) -> None:
+        self.count += 1
 
 
 def start(folder: Path, out: Path) -> subprocess.Popen[bytes]:
@@ -34,12 +43,16 @@ def wait_for_checkpoint(folder: Path, process: subprocess.Popen[bytes]) -> None:
         time.sleep(0.05)
 
 
-def second_run(folder: Path) -> Trainer:
+def second_run(folder: Path, **options: object) -> Trainer:
     from accmt_trainer import HyperParameters
 
     hps = HyperParameters(epochs=2, batch_size=8, optimizer="SGD", optimizer_kwargs={"lr": 0.1})
     return Trainer(hps, folder, checkpoint_every="1 step", seed=0, log_with=None,
-                   progress_bar=False, cpu=True)  # fmt: skip
+                   progress_bar=False, cpu=True, **options)  # type: ignore[arg-type]  # fmt: skip
+
+
+def final_weights(trainer: Trainer) -> dict[str, torch.Tensor]:
+    return trainer.accelerator.unwrap_model(trainer.model).state_dict()  # type: ignore[no-any-return]
 
 
 def test_a_second_run_on_a_folder_in_use_fails_at_once(tmp_path: Path) -> None:
@@ -65,9 +78,20 @@ def test_a_second_run_on_a_folder_in_use_fails_at_once(tmp_path: Path) -> None:
     reference = tmp_path / "reference"
     trainer = second_run(reference)
     trainer.fit(Linear(), data())
-    expected = trainer.accelerator.unwrap_model(trainer.model).state_dict()
+    expected = final_weights(trainer)
     got = torch.load(tmp_path / "first.pt", weights_only=True)
     assert all(torch.equal(got[k], expected[k]) for k in expected)
+    # And they resume bit-exact: from the checkpoint half-way through the first run.
+    checkpoints = sorted((folder / "checkpoints").glob("checkpoint_*"))
+    middle = checkpoints[len(checkpoints) // 2]
+    saved_at = json.loads((middle / "state.json").read_text())["global_step"]
+    steps = Steps()
+    resumed = second_run(folder, resume=int(middle.name.split("_")[1]), callbacks=[steps])
+    state = resumed.fit(Linear(), data())
+    assert 0 < saved_at < state.global_step == 24
+    assert steps.count == 24 - saved_at  # it went on from there, not from the start
+    weights = final_weights(resumed)
+    assert all(torch.equal(weights[k], expected[k]) for k in expected)
 
 
 def test_a_lock_left_by_a_killed_run_blocks_nothing(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The hook order the callbacks README documents, written out for a run's shape.
 
-Used by the hook-order tests on 1 process (tests/trainer) and 2 (tests/distributed).
+Used by the hook-order tests in one process (tests/trainer) and on 1 and 2 launched ones
+(tests/distributed).
 """
 
 from __future__ import annotations

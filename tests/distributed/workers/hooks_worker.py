@@ -1,15 +1,17 @@
 """Records every hook of a run on each process; used by tests/distributed/test_hook_order.py.
 
-    hooks_worker.py OUT [--fail-at-step N]
+    hooks_worker.py OUT [--kill-at-step N]
 
-Writes OUT/hooks_<mode>_rank<R>.json, mode "killed" when the run is cut off by an error at
-optimizer step N, else "run".
+Appends each hook's name, as it fires, to OUT/hooks_<mode>_rank<R>.txt: mode "killed" when each
+process kills itself with SIGKILL after optimizer step N (nothing after it runs, no hook, no
+handler), else "run".
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -44,41 +46,45 @@ class Classifier(AcceleratorModule):
 
 
 class Record(Callback):
-    def __init__(self, fail_at_step: int | None) -> None:
-        self.hooks: list[str] = []
-        self.fail_at_step = fail_at_step
+    def __init__(self, path: Path, kill_at_step: int | None) -> None:
+        self.path = path
+        self.kill_at_step = kill_at_step
+
+    def note(self, hook: str) -> None:
+        # Written through at once: a SIGKILL leaves no chance to write later.
+        with self.path.open("a") as file:
+            file.write(hook + "\n")
 
     def on_after_training_step(self) -> None:
-        self.hooks.append("on_after_training_step")
-        if self.state is not None and self.state.global_step == self.fail_at_step:
-            raise RuntimeError("killed")
+        self.note("on_after_training_step")
+        if self.state is not None and self.state.global_step == self.kill_at_step:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 for _hook in HOOKS:
     if _hook != "on_after_training_step":
-        setattr(Record, _hook, lambda self, *args, _h=_hook: self.hooks.append(_h))
+        setattr(Record, _hook, lambda self, *args, _h=_hook: self.note(_h))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
-    parser.add_argument("--fail-at-step", type=int)
+    parser.add_argument("--kill-at-step", type=int)
     args = parser.parse_args()
     hps = HyperParameters.from_dict({
         "epochs": 2, "batch_size": 16, "optimizer": "SGD", "optimizer_kwargs": {"lr": 0.1},
         "scheduler": "StepLR", "scheduler_kwargs": {"step_size": 1},
     })  # fmt: skip
-    record = Record(args.fail_at_step)
+    mode = "killed" if args.kill_at_step else "run"
+    path = args.out / f"hooks_{mode}_rank{os.environ['RANK']}.txt"
+    args.out.mkdir(parents=True, exist_ok=True)
     trainer = Trainer(
         hps, args.out / "run", evaluate_every_n_steps=3, checkpoint_every="2 steps",
-        callbacks=[record], log_with=None, progress_bar=False, metrics=[Accuracy()], cpu=True,
+        callbacks=[Record(path, args.kill_at_step)], log_with=None, progress_bar=False,
+        metrics=[Accuracy()], cpu=True,
     )  # fmt: skip
-    mode = "killed" if args.fail_at_step else "run"
-    try:
-        trainer.fit(Classifier(), data(128, seed=1), data(32, seed=2))
-    finally:
-        rank = trainer.accelerator.process_index
-        (args.out / f"hooks_{mode}_rank{rank}.json").write_text(json.dumps(record.hooks))
+    # 16 validation samples: one batch on each process, on 1 process or 2.
+    trainer.fit(Classifier(), data(128, seed=1), data(16, seed=2))
 
 
 if __name__ == "__main__":

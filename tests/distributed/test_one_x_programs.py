@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.trainer._tiny_gpt2 import save_tiny_gpt2
+
 from ._launch import WORKERS, read_ranks
 from .test_cli_launch import accmt
 
@@ -108,17 +110,7 @@ def test_a_1x_extended_module_with_1x_helpers_metrics_and_state(tmp_path: Path, 
 
 @pytest.fixture(scope="module")
 def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A GPT-2 made from a config (no download), saved where from_hf can load it."""
-    import torch
-    import transformers  # accmt's hf extra, in the development environment
-
-    config = transformers.GPT2Config(
-        vocab_size=32, n_positions=16, n_embd=16, n_layer=1, n_head=2, use_cache=False
-    )
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
-    transformers.GPT2LMHeadModel(config).save_pretrained(folder)
-    return folder
+    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
 
 
 @pytest.mark.transformers

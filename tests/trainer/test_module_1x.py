@@ -18,6 +18,7 @@ from accmt_trainer import (
     Trainer,
 )
 
+from ._tiny_gpt2 import save_tiny_gpt2
 from .conftest import blobs
 
 
@@ -104,16 +105,7 @@ class TokenData(Dataset[dict[str, torch.Tensor]]):
 
 @pytest.fixture(scope="module")
 def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A GPT-2 made from a config (no download), saved where from_hf can load it."""
-    import transformers  # accmt-trainer's hf extra, in the development environment
-
-    config = transformers.GPT2Config(
-        vocab_size=32, n_positions=16, n_embd=8, n_layer=1, n_head=2, use_cache=False
-    )
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
-    transformers.GPT2LMHeadModel(config).save_pretrained(folder)
-    return folder
+    return save_tiny_gpt2(tmp_path_factory.mktemp("tiny-gpt2"))
 
 
 @pytest.mark.transformers

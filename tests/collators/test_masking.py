@@ -270,3 +270,42 @@ def test_permutation_lm_needs_an_even_length() -> None:
     assert batch["input_ids"].shape == (3, 6)
     assert batch["input_ids"][1, 3] == PAD
     assert batch["labels"][1, 3] == -100
+
+
+def test_permutation_batch_trains_xlnet_as_transformers_batch_does() -> None:
+    """target_mapping is one identity broadcast to the rows: XLNet reads it as it reads
+    transformers' (batch, length, length) copy, to the same loss and gradients."""
+    rows = [s["input_ids"][: 20 + 2 * (i % 5)] for i, s in enumerate(SAMPLES[:6])]
+    collate = accmt_collators.DataCollatorForPermutationLanguageModeling(TOKENIZER, seed=1)
+    batch = permutation_batch(collate, rows)
+    assert batch["target_mapping"].stride(0) == 0  # not written out per row
+    config = transformers.XLNetConfig(vocab_size=len(TOKENIZER), d_model=16, n_layer=1,
+                                      n_head=2, d_inner=32, dropout=0.0)  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.XLNetLMHeadModel(config)
+    losses, grads = [], []
+    for mapping in (batch["target_mapping"], batch["target_mapping"].contiguous()):
+        model.zero_grad()
+        loss = model(**{**batch, "target_mapping": mapping}).loss
+        loss.backward()
+        losses.append(loss.detach())
+        grads.append(
+            torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+        )
+    assert torch.isfinite(losses[0])
+    assert torch.equal(losses[0], losses[1])
+    assert torch.equal(grads[0], grads[1])
+
+
+def test_permutation_batches_from_dataloader_workers_equal_the_main_process_s() -> None:
+    rows = [s["input_ids"][: 30 + 2 * (i % 7)] for i, s in enumerate(SAMPLES[:16])]
+    collate = accmt_collators.DataCollatorForPermutationLanguageModeling(
+        TOKENIZER, pad_to_multiple_of=2, seed=4
+    )
+    collate.set_epoch(2)
+    loader = torch.utils.data.DataLoader(rows, batch_size=4, collate_fn=collate, num_workers=2)
+    here = [collate(rows[start : start + 4]) for start in range(0, 16, 4)]
+    for in_worker, expected in zip(loader, here, strict=True):
+        assert in_worker.keys() == expected.keys()
+        for key, value in expected.items():
+            assert torch.equal(in_worker[key], value), key

@@ -85,31 +85,30 @@ class Ragged:
             raise _unreadable(self.owner, self.path, error) from error
 
     def _padded_lists(self, length: int, side: PaddingSide, value: int) -> torch.Tensor:
-        """Python ints to int64 in C, each row written at its place in a pre-filled buffer that
-        torch then shares without a copy: no per-item work in Python, no scatter after."""
+        """Python ints to int64 in C, all rows at once (array reads a list in C, an iterator
+        item by item), then each row copied to its place in a pre-filled buffer that torch
+        shares without a copy: no per-item work in Python, no scatter after."""
         first = next((row[0] for row in self.rows if len(row)), None)
         # Items may be pairs themselves (offset_mapping): each row is then flattened.
         width = len(first) if isinstance(first, (list, tuple)) else 1
-        stride = length * width
-        items = array.array("q", [value]) * (stride * len(self.rows))
-        pairs = None
+        flat = itertools.chain.from_iterable(self.rows)
         if width > 1:
-            # All rows' pairs flattened at once (array reads a list in C, an iterator item by
-            # item), then sliced per row below.
-            pairs = array.array("q", list(itertools.chain.from_iterable(
-                itertools.chain.from_iterable(self.rows))))  # fmt: skip
-            if len(pairs) != width * sum(self.lengths):
-                raise ValueError(f"items are not all {width} long")
-        start = taken = 0
-        for row, count in zip(self.rows, self.lengths, strict=True):
-            at = start if side == "right" else start + (length - count) * width
-            if pairs is None:
-                items[at : at + count] = array.array("q", row)
-            else:
-                items[at : at + count * width] = pairs[taken : taken + count * width]
-                taken += count * width
-            start += stride
+            flat = itertools.chain.from_iterable(flat)
+        values = array.array("q", list(flat))
+        if len(values) != width * sum(self.lengths):
+            raise ValueError(f"items are not all {width} long")
+        stride = length * width
         shape = (len(self.rows), length, width) if width > 1 else (len(self.rows), length)
+        if len(values) == stride * len(self.rows):  # every row is full: already in place
+            items = values
+        else:
+            items = array.array("q", [value]) * (stride * len(self.rows))
+            start = taken = 0
+            for count in self.lengths:
+                at = start if side == "right" else start + (length - count) * width
+                items[at : at + count * width] = values[taken : taken + count * width]
+                taken += count * width
+                start += stride
         if not items:
             return torch.full(shape, value, dtype=torch.int64)
         return torch.frombuffer(items, dtype=torch.int64).view(shape)

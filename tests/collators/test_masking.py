@@ -272,29 +272,24 @@ def test_permutation_lm_needs_an_even_length() -> None:
     assert batch["labels"][1, 3] == -100
 
 
-def test_permutation_batch_trains_xlnet_as_transformers_batch_does() -> None:
-    """target_mapping is one identity broadcast to the rows: XLNet reads it as it reads
-    transformers' (batch, length, length) copy, to the same loss and gradients."""
+def test_permutation_batch_is_dense_and_trains_xlnet() -> None:
+    """Every tensor of the batch is dense (collectives read a tensor's memory as such), and a
+    tiny XLNet, built here, trains on it: a finite loss, finite gradients."""
     rows = [s["input_ids"][: 20 + 2 * (i % 5)] for i, s in enumerate(SAMPLES[:6])]
     collate = accmt_collators.DataCollatorForPermutationLanguageModeling(TOKENIZER, seed=1)
     batch = permutation_batch(collate, rows)
-    assert batch["target_mapping"].stride(0) == 0  # not written out per row
+    assert all(value.is_contiguous() for value in batch.values())
     config = transformers.XLNetConfig(vocab_size=len(TOKENIZER), d_model=16, n_layer=1,
                                       n_head=2, d_inner=32, dropout=0.0)  # fmt: skip
     torch.manual_seed(0)
     model = transformers.XLNetLMHeadModel(config)
-    losses, grads = [], []
-    for mapping in (batch["target_mapping"], batch["target_mapping"].contiguous()):
-        model.zero_grad()
-        loss = model(**{**batch, "target_mapping": mapping}).loss
-        loss.backward()
-        losses.append(loss.detach())
-        grads.append(
-            torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
-        )
-    assert torch.isfinite(losses[0])
-    assert torch.equal(losses[0], losses[1])
-    assert torch.equal(grads[0], grads[1])
+    loss = model(**batch).loss
+    loss.backward()
+    assert torch.isfinite(loss)
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads
+    assert all(torch.isfinite(g).all() for g in grads)
+    assert model.transformer.word_embedding.weight.grad.abs().sum() > 0
 
 
 def test_permutation_batches_from_dataloader_workers_equal_the_main_process_s() -> None:

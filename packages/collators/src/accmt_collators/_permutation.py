@@ -100,10 +100,12 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         seen = torch.where(masked, order_f, -2.0)
         perm_mask = torch.empty((len(keys), length, length))
         torch.le(order_f[:, :, None], seen[:, None, :], out=perm_mask)
-        # Every row's target mapping is the identity (as in transformers): one (length, length)
-        # identity, broadcast to the rows, spares writing (rows, length, length) floats (half
-        # the batch's bytes at length 512) and sending them from a DataLoader worker.
-        target_mapping = torch.eye(length).expand(len(keys), length, length)
+        # Written out per row, as transformers does, although every row is the identity: a
+        # broadcast view of one identity (stride 0) would halve the batch's bytes, but it is
+        # not a dense tensor, and torch.distributed's gloo broadcast, for one, sends the memory
+        # behind it (one identity and what follows), not its values.
+        target_mapping = torch.zeros((len(keys), length, length))
+        target_mapping.diagonal(dim1=1, dim2=2).fill_(1)
         return {"input_ids": inputs, "perm_mask": perm_mask,
                 "target_mapping": target_mapping, "labels": labels}  # fmt: skip
 

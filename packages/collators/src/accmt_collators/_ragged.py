@@ -86,8 +86,9 @@ class Ragged:
 
     def _padded_lists(self, length: int, side: PaddingSide, value: int) -> torch.Tensor:
         """Python ints to int64 in C, all rows at once (array reads a list in C, an iterator
-        item by item), then each row copied to its place in a pre-filled buffer that torch
-        shares without a copy: no per-item work in Python, no scatter after."""
+        item by item); unless every row is full, each row is then copied to its place in a
+        pre-filled buffer. torch shares the buffer without a copy: no per-item work in Python,
+        no scatter after."""
         first = next((row[0] for row in self.rows if len(row)), None)
         # Items may be pairs themselves (offset_mapping): each row is then flattened.
         width = len(first) if isinstance(first, (list, tuple)) else 1

@@ -128,7 +128,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
             fields["labels"] = self._causal_labels(ids)
             return fields
         places = group.ids.places(group.length, group.side)
-        eligible = group.real & ~self._special(features, group, path)
+        eligible = group.real & self._not_special(features, group, path)
         keys = row_keys(ids, places, group.real, self.seeding.salt(path))
         starts = None
         if self.whole_word_mask:
@@ -145,15 +145,15 @@ class DataCollatorForLanguageModeling(SeededCollator):
             labels[labels == pad] = -100
         return labels
 
-    def _special(
+    def _not_special(
         self, features: Sequence[Mapping[str, Any]], group: PaddedGroup, path: Path
     ) -> torch.Tensor:
-        """(rows, length): which tokens are special, never to be masked."""
+        """(rows, length): which tokens are not special (special ones are never masked)."""
         if "special_tokens_mask" in features[0]:
             rows = self._alongside(features, "special_tokens_mask", group, path)
-            return rows.padded(group.length, group.side, 1, group.real).bool()
+            return rows.padded(group.length, group.side, 1, group.real) == 0
         ids = group.fields["input_ids"]
-        return torch.isin(ids, special_ids_tensor(self.tokenizer))
+        return torch.isin(ids, special_ids_tensor(self.tokenizer), invert=True)
 
     def _continues_word(
         self, features: Sequence[Mapping[str, Any]], group: PaddedGroup, path: Path

@@ -122,7 +122,7 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         stretch = (span.to(torch.float64) / self.plm_probability).to(torch.int64)
         begin = stretch.cumsum(1) - stretch
         start = begin + (unit(high_word(bits)) * (stretch - span + 1)).to(torch.int64)
-        lengths = torch.tensor(ids.lengths)[:, None]
+        lengths = ids.length_tensor[:, None]
         used = (begin < lengths).to(torch.int64)
         if side == "left":
             start += length - lengths  # from places in the sample to columns of the batch

@@ -8,7 +8,10 @@ after each, the default SQLite study in a temporary folder).
 
 1. Storage calls. Each ``RDBStorage`` method that writes or reads the study is timed during a
    search of one configuration (no pruner): calls a trial, median milliseconds a call, and
-   milliseconds a trial.
+   milliseconds a trial, split by who made the call: optuna itself (its ask, report and tell,
+   the sampler's reads, the heartbeats of ``Study.optimize``) or the search's own code. Then
+   both against a plain ``Trainer.fit`` of the same configuration, timed here: optuna's share
+   alone is what any search through optuna's storage pays for a trial.
 2. One report, three ways, on one trial of that study: back to back (warm caches); after 45
    training steps of the digits model (one epoch, as in a trial); and the cost of a trial's
    reports to a loop of 4 x (45 steps + report), made on the training thread or handed to a
@@ -25,6 +28,7 @@ import contextlib
 import functools
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import warnings
@@ -36,7 +40,7 @@ from typing import Any
 import optuna
 import torch
 from optuna.storages import RDBStorage
-from search import Classifier, digits, search_trials
+from search import Classifier, digits, plain_fits, search_trials
 
 from accmt_search._study import make_storage
 from accmt_trainer import HyperParameters
@@ -52,9 +56,33 @@ HPS = HyperParameters(epochs=10, batch_size=(32, 512), optimizer="AdamW",
                       optimizer_kwargs={"lr": 3e-3})  # fmt: skip
 
 
+Calls = dict[tuple[str, str], list[float]]
+ORIGINS = ("optuna", "search")
+
+
+# Frames passed over to find who made a storage call: optuna's storage layers, its
+# experimental-API wrapper, and the accessors the search reads and writes the study through.
+PASSED_OVER = ("/optuna/storages/", "/optuna/_experimental.py")
+ACCESSORS = ("get_trials", "_get_trials", "set_user_attr")
+
+
+def origin() -> str:
+    """Who made a storage call: the search's own code, straight or through optuna's
+    ``get_trials`` and ``set_user_attr``; or optuna (its ask, report and tell, the sampler's
+    reads, and the heartbeats and stale-trial checks of ``Study.optimize``)."""
+    frame: Any = sys._getframe(2)
+    while frame is not None and (
+        any(part in frame.f_code.co_filename for part in PASSED_OVER)
+        or frame.f_code.co_name in ACCESSORS
+    ):
+        frame = frame.f_back
+    ours = frame is not None and "accmt_search" in frame.f_code.co_filename
+    return "search" if ours else "optuna"
+
+
 @contextlib.contextmanager
-def timing(calls: dict[str, list[float]]) -> Iterator[None]:
-    """Wrap each of ``TIMED`` on ``RDBStorage`` to note its seconds in ``calls``."""
+def timing(calls: Calls) -> Iterator[None]:
+    """Wrap each of ``TIMED`` on ``RDBStorage`` to note its seconds in ``calls``, by caller."""
     originals = {name: getattr(RDBStorage, name) for name in TIMED}
 
     def timed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
@@ -64,7 +92,7 @@ def timing(calls: dict[str, list[float]]) -> Iterator[None]:
             try:
                 return method(*args, **kwargs)
             finally:
-                calls[name].append(time.perf_counter() - start)
+                calls[name, origin()].append(time.perf_counter() - start)
 
         return wrapper
 
@@ -79,20 +107,30 @@ def timing(calls: dict[str, list[float]]) -> Iterator[None]:
 
 def storage_calls(data: Any, root: Path, trials: int) -> None:
     print(f"== optuna storage calls during a search of {trials + 1} digits trials (10 epochs)")
-    calls: dict[str, list[float]] = collections.defaultdict(list)
+    calls: Calls = collections.defaultdict(list)
     with timing(calls):
         search_trials(data, root / "calls", HPS, {"hidden": 128}, trials)
-    print(f"{'call':>30}  {'calls/trial':>11}  {'ms/call':>7}  {'ms/trial':>8}")
-    total = 0.0
+    print(f"{'call':>30}  {'by':>6}  {'calls/trial':>11}  {'ms/call':>7}  {'ms/trial':>8}")
+    totals = dict.fromkeys(ORIGINS, 0.0)
     for name in TIMED:
-        seconds = calls.get(name)
-        if not seconds:
-            continue
-        per_trial = 1000 * sum(seconds) / (trials + 1)
-        total += per_trial
-        print(f"{name:>30}  {len(seconds) / (trials + 1):>11.1f}  "
-              f"{1000 * statistics.median(seconds):>7.2f}  {per_trial:>8.2f}")  # fmt: skip
-    print(f"{'all of them':>30}  {'':>11}  {'':>7}  {total:>8.2f}")
+        for by in ORIGINS:
+            seconds = calls.get((name, by))
+            if not seconds:
+                continue
+            per_trial = 1000 * sum(seconds) / (trials + 1)
+            totals[by] += per_trial
+            print(f"{name:>30}  {by:>6}  {len(seconds) / (trials + 1):>11.1f}  "
+                  f"{1000 * statistics.median(seconds):>7.2f}  {per_trial:>8.2f}")  # fmt: skip
+    for by in ORIGINS:
+        print(f"{'all of them':>30}  {by:>6}  {'':>11}  {'':>7}  {totals[by]:>8.2f}")
+    fits = plain_fits(data, root / "plain", HPS, {"hidden": 128}, 5)
+    fit = statistics.median(wall for wall, _ in fits)
+    print(
+        f"a plain Trainer.fit of the configuration: {fit:.3f} s; 5% of it is "
+        f"{50 * fit:.1f} ms. Storage calls a trial: optuna's {totals['optuna']:.1f} ms "
+        f"({100 * totals['optuna'] / 1000 / fit:.1f}% of the fit), the search's "
+        f"{totals['search']:.1f} ms ({100 * totals['search'] / 1000 / fit:.1f}%)"
+    )
 
 
 class Training:

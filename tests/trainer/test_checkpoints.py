@@ -150,14 +150,14 @@ class OnResume(Callback):
     ],
 )
 def test_checkpoint_every_reads_its_forms(tmp_path: Path, text: str, every: int, unit: str) -> None:
-    schedule = make(tmp_path, checkpoint_every=text).checkpoint_schedule
+    schedule = make(tmp_path, checkpoint_every=text).checkpoint_options.schedule
     assert schedule is not None
     assert (schedule.every, schedule.unit) == (every, unit)
 
 
 def test_checkpoint_every_none_takes_no_checkpoint(tmp_path: Path) -> None:
     trainer = make(tmp_path, checkpoint_every=None)
-    assert trainer.checkpoint_schedule is None
+    assert trainer.checkpoint_options.schedule is None
     assert fit(trainer).finished
     assert not (tmp_path / "checkpoints").exists()
 

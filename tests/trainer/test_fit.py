@@ -312,7 +312,8 @@ def test_mixed_precision_reaches_accelerate(tmp_path: Path) -> None:
 def test_compile_asks_accelerate_for_inductor(tmp_path: Path) -> None:
     # Compiling itself takes minutes on this CPU; that the option reaches Accelerate's dynamo
     # plugin is what the Trainer owns.
-    accelerator = make_accelerator(trainer(tmp_path, compile=True).accelerator_options())
+    compiled = trainer(tmp_path, compile=True)
+    accelerator = make_accelerator(compiled.accelerator_options, compiled.logging_options)
     assert str(accelerator.state.dynamo_plugin.backend).lower().endswith("inductor")
 
 

@@ -114,12 +114,12 @@ class Callback:
     def request_stop(self, reason: str = "") -> None:
         """Ask the loop to stop training at its next stopping point.
 
-        Sets ``handler.should_stop`` (and ``handler.stop_reason`` to ``reason``, or to a
-        sentence naming this callback, unless an earlier request already gave one). When the
-        bound ``trainer`` has a ``should_stop`` attribute it is set to True as well, for loops
-        that read their own flag; the accmt Trainer's ``should_stop`` is this same request, and
-        it stops at the end of the current optimizer step (after that step's log, evaluation
-        and checkpoint). Nothing exits the process; the loop ends the fit normally.
+        Calls ``handler.request_stop`` with ``reason`` (or a sentence naming this callback),
+        which sets ``handler.should_stop``. When the bound ``trainer`` has a ``should_stop``
+        attribute it is set to True as well, for loops that read their own flag; the accmt
+        Trainer's ``should_stop`` is the handler's own, and it stops at the end of the current
+        optimizer step (after that step's log, evaluation and checkpoint). Nothing exits the
+        process; the loop ends the fit normally.
         """
         handler = self.handler
         if handler is None:
@@ -127,10 +127,8 @@ class Callback:
                 f"{type(self).__qualname__}.request_stop() was called on a callback that is not "
                 "in a CallbackHandler; add it to one first (CallbackHandler([callback]))"
             )
-        if not handler.should_stop:
-            handler.stop_reason = reason or f"{type(self).__qualname__} requested a stop"
-        handler.should_stop = True
-        if hasattr(self.trainer, "should_stop"):
+        handler.request_stop(reason or f"{type(self).__qualname__} requested a stop")
+        if hasattr(self.trainer, "should_stop") and not self.trainer.should_stop:
             self.trainer.should_stop = True
 
     # The fit.

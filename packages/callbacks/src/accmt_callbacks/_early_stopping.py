@@ -193,7 +193,8 @@ class EarlyStopping(Callback):
         return value > self.best + self.min_delta
 
     def _mirror(self) -> None:
-        self._bound_state().patience_left[self.monitor] = self.patience_left
+        state = self._bound_state()
+        state.patience_left = {**state.patience_left, self.monitor: self.patience_left}
 
     def _bound_state(self) -> TrainingState:
         if self.state is None:

@@ -108,9 +108,10 @@ class CallbackHandler:
         self._refresh_unbound()
         self._binding: tuple[Any, Any, TrainingState] | None = None
         self.should_stop: bool = False
-        """True once a callback asked the loop to stop; the loop may set it back to False."""
+        """True once a stop was requested (:meth:`request_stop`); loops read it, and only
+        :meth:`request_stop` and :meth:`clear_stop` change it."""
         self.stop_reason: str = ""
-        """Why the first stop request was made ("" when none, or when set directly)."""
+        """Why the first stop request was made ("" when none)."""
         for callback in callbacks:
             self.add(callback)
 
@@ -163,6 +164,18 @@ class CallbackHandler:
                 self._table[hook] = (*self._table[hook], (method, note))
         if self._binding is None:
             self._refresh_unbound()
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the loop to stop at its next stopping point; the one place a stop is requested
+        (callbacks, a trainer, signal handlers and searches all come here). The first request's
+        ``reason`` is kept in :attr:`stop_reason`."""
+        if not self.should_stop:
+            self.stop_reason = reason
+        self.should_stop = True
+
+    def clear_stop(self) -> None:
+        """Forget the stop request; a loop calls it when a new fit starts."""
+        self.should_stop, self.stop_reason = False, ""
 
     def bind(self, *, module: Any = None, trainer: Any = None, state: TrainingState) -> None:
         """Set ``module``, ``trainer`` and ``state`` on every callback, and on any added later.

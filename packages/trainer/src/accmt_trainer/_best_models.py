@@ -1,10 +1,8 @@
 """Best models and patience: one judgement per rule, which both saving and patience use.
 
-Each rule's best values live in ``state.model_savings``. ``patience`` is an
-:class:`accmt_callbacks.EarlyStopping` per rule (:class:`RulePatience`), fed the same
-judgement that decides whether the rule's model is saved; its count is kept in the callbacks'
-checkpointed state and mirrored into ``state.patience_left``, and it ends the run through the
-ordinary stop request.
+Each rule's best values live in ``state.model_savings``, and the evaluations each rule may
+still go without improving in ``state.patience_left``: both are checkpointed with the state.
+When a rule's patience runs out, the run ends through the ordinary stop request.
 """
 
 from __future__ import annotations
@@ -12,18 +10,19 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import torch
 from accelerate import Accelerator
 from accelerate.utils import convert_file_size_to_int
 
-from accmt_callbacks import Callback, CallbackHandler, EarlyStopping
 from accmt_state import write_json
 
 from ._errors import TrainerConfigError
 from ._folders import recover_folder, replace_folder
 from ._nonfinite import NonFiniteGuard
+from ._option_checks import check_patience
 from ._saving_rules import SavingRule, parse_rule
 
 if TYPE_CHECKING:
@@ -32,20 +31,26 @@ if TYPE_CHECKING:
 _METRICS = "metrics.json"
 
 
-class RulePatience(EarlyStopping):
-    """Patience for one saving rule: :class:`BestModels` records each judgement of the rule;
-    after ``patience`` in a row without improvement, it requests a stop."""
+def _shard_size(instance: Any, attribute: attrs.Attribute[Any], value: int | str) -> None:
+    check_shard_size(value)
 
-    def __init__(self, rule: str, patience: int) -> None:
-        super().__init__(monitor=rule, patience=patience)
 
-    def on_evaluation_end(self) -> None:
-        """Nothing: :class:`BestModels` records the rule's judgement when it is made."""
+@attrs.frozen(kw_only=True)
+class BestModelOptions:
+    """The Trainer's options of best models and patience, checked when the Trainer is made."""
+
+    disable_model_saving: bool = False
+    """Save no best model (the rules are still judged for patience)."""
+    max_shard_size: int | str = attrs.field(default="10GB", validator=_shard_size)
+    """The largest safetensors file of a saved model: bytes, or a size such as ``"10GB"``."""
+    patience: int | dict[str, int] | None = attrs.field(default=None, converter=check_patience)
+    """Evaluations without improvement before the run stops: for every rule, or by rule."""
 
 
 class BestModels:
     """Judges every rule after each evaluation (and the train-loss rules after each epoch),
-    writes the model of each rule that improved, and feeds each rule's patience."""
+    writes the model of each rule that improved, and counts each rule's patience; when one runs
+    out, it calls ``request_stop``."""
 
     def __init__(
         self,
@@ -53,12 +58,12 @@ class BestModels:
         model: torch.nn.Module,
         state: TrainingState,
         rules: list[SavingRule],
-        patience: Mapping[str, int],
+        options: BestModelOptions,
         *,
         model_path: Path,
         greater_is_better: Callable[[str], bool],
         guard: NonFiniteGuard,
-        max_shard_size: int | str = "10GB",
+        request_stop: Callable[[str], None],
     ) -> None:
         self.accelerator = accelerator
         self.model = model
@@ -67,8 +72,11 @@ class BestModels:
         self.model_path = model_path
         self.greater_is_better = greater_is_better
         self.guard = guard
-        self.max_shard_size = max_shard_size
-        self.patience = {name: RulePatience(name, count) for name, count in patience.items()}
+        self.max_shard_size = options.max_shard_size
+        self.patience = patience_per_rule(options.patience, rules)
+        self.request_stop = request_stop
+        # A fresh run starts with every patience whole; a resumed one keeps what it had left.
+        state.patience_left = {**self.patience, **state.patience_left}
         if accelerator.is_main_process:
             for rule in rules:
                 folder = model_path / rule.folder
@@ -82,20 +90,27 @@ class BestModels:
         self._judge(train_loss_rules=True, train_loss=train_loss)
 
     def _judge(self, *, train_loss_rules: bool, train_loss: float | None) -> None:
-        saved = self.state.model_savings
+        state = self.state
         for rule in self.rules:
             if rule.uses_train_loss != train_loss_rules:
                 continue
-            values = rule.values(self.state, train_loss)
+            values = rule.values(state, train_loss)
+            saved = state.model_savings
             best = {k: saved[best_key(rule, k)] for k in values if best_key(rule, k) in saved}
             improved = rule.improves(values, best, self.greater_is_better)
             if improved:
-                for key, value in values.items():
-                    saved[best_key(rule, key)] = value
+                news = {best_key(rule, key): value for key, value in values.items()}
+                state.model_savings = {**saved, **news}
                 self._write(rule, values)
-            patience = self.patience.get(rule.name)
-            if patience is not None:
-                patience.record(None, improved=improved)
+            if rule.name in self.patience:
+                self._count_patience(rule.name, improved)
+
+    def _count_patience(self, rule: str, improved: bool) -> None:
+        patience = self.patience[rule]
+        left = patience if improved else max(self.state.patience_left[rule] - 1, 0)
+        self.state.patience_left = {**self.state.patience_left, rule: left}
+        if left == 0:
+            self.request_stop(f"patience: {rule} has not improved for {patience} evaluation(s)")
 
     def _write(self, rule: SavingRule, values: Mapping[str, float]) -> None:
         self.guard.check(self.model.parameters())
@@ -128,11 +143,6 @@ def best_key(rule: SavingRule, key: str) -> str:
     return rule.name if len(rule.watched) == 1 else f"{rule.name}::{key}"
 
 
-def user_callbacks(callbacks: CallbackHandler) -> list[Callback]:
-    """The callbacks of ``callbacks`` that are not a saving rule's patience."""
-    return [c for c in callbacks.callbacks if not isinstance(c, RulePatience)]
-
-
 def choose_rules(
     registered: Mapping[str, SavingRule], disabled: bool, has_validation: bool
 ) -> list[SavingRule]:
@@ -161,6 +171,7 @@ def check_shard_size(value: int | str) -> int | str:
 def patience_per_rule(
     patience: int | Mapping[str, int] | None, rules: list[SavingRule]
 ) -> dict[str, int]:
+    """Each rule's patience; naming a rule the run does not have is an error."""
     if patience is None:
         return {}
     if isinstance(patience, int):

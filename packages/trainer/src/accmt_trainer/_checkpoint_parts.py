@@ -145,11 +145,16 @@ class AccelerateSnapshot:
     def write(self, folder: Path, accelerator: Accelerator) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         save_accelerator_state(
-            str(folder), self.weights, [self.optimizer],
-            [] if self.scheduler is None else [self.scheduler], [], accelerator.process_index,
-            self.step, self.scaler,
+            str(folder),
+            self.weights,
+            [self.optimizer],
+            [] if self.scheduler is None else [self.scheduler],
+            [],
+            accelerator.process_index,
+            self.step,
+            self.scaler,
             save_on_each_node=accelerator.project_configuration.save_on_each_node,
-        )  # fmt: skip
+        )
         # save_accelerator_state took the RNG states of this moment, not of the snapshot's.
         states = {"step": self.step, **self.rng}
         torch.save(states, folder / f"{RNG_STATE_NAME}_{accelerator.process_index}.pkl")

@@ -12,10 +12,17 @@ from ._errors import TrainerConfigError
 Unit = Literal["epoch", "step", "eval"]
 
 _UNITS: dict[str, Unit] = {
-    "ep": "epoch", "epoch": "epoch", "epochs": "epoch",
-    "st": "step", "step": "step", "steps": "step",
-    "eval": "eval", "evals": "eval", "evaluation": "eval", "evaluations": "eval",
-}  # fmt: skip
+    "ep": "epoch",
+    "epoch": "epoch",
+    "epochs": "epoch",
+    "st": "step",
+    "step": "step",
+    "steps": "step",
+    "eval": "eval",
+    "evals": "eval",
+    "evaluation": "eval",
+    "evaluations": "eval",
+}
 _PATTERN = re.compile(r"^\s*(\d*)\s*([a-z]+)\s*$")
 
 

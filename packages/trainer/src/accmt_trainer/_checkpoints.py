@@ -31,26 +31,62 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
 import torch
 from accelerate import Accelerator
 from accelerate.utils import DistributedType
 
 from accmt_callbacks import CallbackHandler
-from accmt_state import TrainingState, write_json
+from accmt_state import TrainingState, read_json, write_json
 
 from ._background_writer import BackgroundWriter
 from ._checkpoint_parts import AccelerateSnapshot, Checkpointable, Parts
+from ._checkpoint_schedule import CheckpointSchedule, parse_checkpoint_every
 from ._epoch_plan import StageLayout
 from ._errors import CheckpointError, TrainerConfigError
 from ._folders import free_sibling, set_aside_folder
 from ._manifest import DIGEST, MANIFEST, check_compatible, inventory, verify
+from ._option_checks import option, positive_int
 from ._safe_tree import load_tree
 
 POINTER = "latest.json"
 _NAME = re.compile(r"^checkpoint_(\d{6,})$")
 _DONE = ".done-"
-_SHARDED = {DistributedType.FSDP, DistributedType.DEEPSPEED, DistributedType.MEGATRON_LM,
-            DistributedType.XLA}  # fmt: skip
+_SHARDED = {
+    DistributedType.FSDP,
+    DistributedType.DEEPSPEED,
+    DistributedType.MEGATRON_LM,
+    DistributedType.XLA,
+}
+
+
+def _resume_value(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not isinstance(value, (bool, int)):
+        raise TrainerConfigError(
+            f"Trainer(resume=...): expected None, True, False or a checkpoint index, got {value!r}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointOptions:
+    """The Trainer's options of checkpoints and resume, checked when the Trainer is made."""
+
+    schedule: CheckpointSchedule | None = attrs.field(default=parse_checkpoint_every("epoch"))
+    """When checkpoints are taken (``checkpoint_every``); None: never."""
+    resume: bool | int | None = attrs.field(default=None, validator=_resume_value)
+    """None resumes the newest checkpoint if any, True requires one, False starts afresh, an
+    int picks one by index (-1: the newest)."""
+    max_checkpoints: int | None = attrs.field(
+        default=None, validator=option(positive_int, allow_none=True)
+    )
+    """Keep only the newest N checkpoints (None: all)."""
+    checkpoint_async: bool = False
+    """Write checkpoints in the background, the loop waiting only for a copy in memory."""
+
+    @property
+    def resumes(self) -> bool:
+        """Whether a fit looks for a checkpoint to resume from."""
+        return self.schedule is not None or self.resume is not None
 
 
 class Checkpoints:
@@ -88,7 +124,7 @@ class Checkpoints:
     def save(
         self,
         index: int,
-        run: Mapping[str, Any],
+        facts: Mapping[str, Any],
         state: TrainingState,
         callbacks: CallbackHandler,
         process_state: Mapping[str, Any],
@@ -110,13 +146,13 @@ class Checkpoints:
         if self.background and snapshot_of is not None:
             snapshot = AccelerateSnapshot.take(accelerator, *snapshot_of, reuse=self._buffers)
             self._buffers = snapshot
-            self.writer.start(lambda: self._write_later(temporary, final, run, parts, snapshot))
+            self.writer.start(lambda: self._write_later(temporary, final, facts, parts, snapshot))
             return
         self._guarded(temporary, lambda: accelerator.save_state(str(temporary / "accelerate")))
         self._guarded(temporary, lambda: parts.write(temporary, accelerator))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            self._finish(temporary, final, run)
+            self._finish(temporary, final, facts)
         accelerator.wait_for_everyone()
 
     def wait(self) -> None:
@@ -127,7 +163,7 @@ class Checkpoints:
         self,
         temporary: Path,
         final: Path,
-        run: Mapping[str, Any],
+        facts: Mapping[str, Any],
         parts: Parts,
         snapshot: AccelerateSnapshot,
     ) -> None:
@@ -145,7 +181,7 @@ class Checkpoints:
             time.sleep(0.01)
         for marker in markers:
             marker.unlink()
-        self._finish(temporary, final, run)
+        self._finish(temporary, final, facts)
 
     def _guarded(self, temporary: Path, write: Any) -> None:
         try:
@@ -157,10 +193,10 @@ class Checkpoints:
                 "checkpoints are kept as they were"
             ) from error
 
-    def _finish(self, temporary: Path, final: Path, run: Mapping[str, Any]) -> None:
+    def _finish(self, temporary: Path, final: Path, facts: Mapping[str, Any]) -> None:
         """Main process: manifest, rename into place, pointer, retention."""
         index = _index(final)
-        manifest = {**run, "index": index, "digest": DIGEST, "files": inventory(temporary)}
+        manifest = {**facts, "index": index, "digest": DIGEST, "files": inventory(temporary)}
         # Nothing is fsynced (as with torch.save): the digests catch a file a power cut left
         # short, and the checkpoint before it is taken.
         self._guarded(temporary, lambda: write_json(temporary / MANIFEST, manifest, durable=False))
@@ -177,7 +213,7 @@ class Checkpoints:
 
     # ------------------------------------------------------------------------- resume
 
-    def find(self, resume: bool | int | None, run: Mapping[str, Any]) -> Path | None:
+    def find(self, resume: bool | int | None, facts: Mapping[str, Any]) -> Path | None:
         """The checkpoint this fit resumes from, per ``resume``; None to start afresh.
 
         None resumes the newest intact checkpoint when there is one, True requires one, False
@@ -193,15 +229,15 @@ class Checkpoints:
             raise CheckpointError(f"resume={resume!r}, but {self.root} holds no checkpoint")
         if found is None:
             return None
-        check_compatible(found[1], run, found[0])
+        check_compatible(found[1], facts, found[0])
         if which != -1:
             self.set_aside_newer(found[0])
         return found[0]
 
-    def load(self, folder: Path, run: Mapping[str, Any]) -> tuple[TrainingState, Any]:
-        """The state, checked against the run, and this process's own part of ``folder``."""
+    def load(self, folder: Path, facts: Mapping[str, Any]) -> tuple[TrainingState, Any]:
+        """The state, checked against the run's facts, and this process's own part of ``folder``."""
         state = TrainingState.load(folder / "state.json")
-        check_position(state, run, folder / "state.json")
+        check_position(state, facts, folder / "state.json")
         rank = self.accelerator.process_index
         part = folder / f"process_{rank}.safetensors"
         if part.exists():
@@ -212,7 +248,12 @@ class Checkpoints:
     def load_rest(self, folder: Path, callbacks: CallbackHandler) -> None:
         """The callbacks' states (into ``callbacks``, bound to the loaded state) and the
         registered objects' states."""
-        callbacks.load_state(folder / "callbacks.json")
+        states = read_json(folder / "callbacks.json")
+        # accmt 2.0 kept each saving rule's patience as a callback; it lives in
+        # state.patience_left now, which those checkpoints hold too.
+        callbacks.load_state_dict(
+            {key: value for key, value in states.items() if not key.startswith("RulePatience[")}
+        )
         for index, target in enumerate(self.objects):
             path = folder / f"object_{index}.safetensors"
             if not path.exists():
@@ -311,22 +352,23 @@ class Checkpoints:
         return verify(path)
 
 
-def check_position(state: TrainingState, run: Mapping[str, Any], path: Path) -> None:
+def check_position(state: TrainingState, facts: Mapping[str, Any], path: Path) -> None:
     """The counters of a resumed state must describe a moment this run can reach: whole
     epochs of ``batches_per_epoch`` batches (or the epochs of its stages), one optimizer step
     per accumulation window."""
-    batches, window = run["batches_per_epoch"], run["grad_accumulation_steps"]
+    batches, accumulation = facts["batches_per_epoch"], facts["grad_accumulation_steps"]
     seen = state.batches_seen_in_epoch
-    if run.get("stages"):
-        layout = StageLayout.from_facts(run["stages"], window)
+    if facts.get("stages"):
+        layout = StageLayout.from_facts(facts["stages"], accumulation)
         if state.epoch > layout.epochs:
-            raise CheckpointError(f"{path}: epoch is {state.epoch}, but this run's stages take "
-                                  f"{layout.epochs} epochs")  # fmt: skip
+            raise CheckpointError(
+                f"{path}: epoch is {state.epoch}, but this run's stages take {layout.epochs} epochs"
+            )
         batches = layout.epoch(min(state.epoch, layout.epochs - 1))[1]
         step, iteration = layout.counters_at(state.epoch, min(seen, batches))
     else:
-        steps_per_epoch = -(-batches // window)
-        step = state.epoch * steps_per_epoch + -(-seen // window)
+        steps_per_epoch = -(-batches // accumulation)
+        step = state.epoch * steps_per_epoch + -(-seen // accumulation)
         iteration = state.epoch * batches + seen
     expected = {
         "batches_seen_in_epoch": min(seen, batches),
@@ -339,7 +381,8 @@ def check_position(state: TrainingState, run: Mapping[str, Any], path: Path) -> 
             raise CheckpointError(
                 f"{path}: {field} is {found}, but with epoch={state.epoch}, "
                 f"batches_seen_in_epoch={seen}, {batches} batches per epoch and accumulation "
-                f"{window} it must be {value}; the state does not describe a moment of this run"
+                f"{accumulation} it must be {value}; the state does not describe a moment of "
+                "this run"
             )
 
 

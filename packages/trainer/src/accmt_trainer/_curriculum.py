@@ -107,8 +107,10 @@ class StepsCurriculum(Curriculum):
         """Train on ``dataset`` for ``steps`` optimizer steps (``-1``: the rest, last only)."""
         where = self._where(len(self.data))
         if not whole_number(steps) or (steps < 1 and steps != LAST):
-            raise TrainerConfigError(f"{where}: steps must be at least 1, or -1 for the steps "
-                                     f"left (last stage only), got {steps!r}")  # fmt: skip
+            raise TrainerConfigError(
+                f"{where}: steps must be at least 1, or -1 for the steps "
+                f"left (last stage only), got {steps!r}"
+            )
         _refuse_after_last(where, self.steps_per_data)
         self._append(dataset, dataloader_kwargs)
         self.steps_per_data.append(steps)
@@ -143,8 +145,10 @@ class RatioCurriculum(Curriculum):
         where = self._where(len(self.data))
         numeric = isinstance(ratio, (int, float)) and not isinstance(ratio, bool)
         if not numeric or not (ratio == LAST or 0 < ratio <= 1):
-            raise TrainerConfigError(f"{where}: ratio must be in (0, 1], or -1 for the share "
-                                     f"left (last stage only), got {ratio!r}")  # fmt: skip
+            raise TrainerConfigError(
+                f"{where}: ratio must be in (0, 1], or -1 for the share "
+                f"left (last stage only), got {ratio!r}"
+            )
         _refuse_after_last(where, self.ratios)
         total = math.fsum(self.ratios) + (0 if ratio == LAST else ratio)
         if total > 1 + _RATIO_TOLERANCE:
@@ -152,8 +156,9 @@ class RatioCurriculum(Curriculum):
                 f"{where}: ratio {ratio!r} brings the ratios to {total:g}; they may add up to 1"
             )
         if ratio == LAST and total >= 1 - _RATIO_TOLERANCE:
-            raise TrainerConfigError(f"{where}: -1 takes the share left, but the ratios "
-                                     "before it already add up to 1")  # fmt: skip
+            raise TrainerConfigError(
+                f"{where}: -1 takes the share left, but the ratios before it already add up to 1"
+            )
         self._append(dataset, dataloader_kwargs)
         self.ratios.append(float(ratio))
 
@@ -162,8 +167,10 @@ class RatioCurriculum(Curriculum):
         total_steps = _needs_max_steps(name, max_steps)
         shares = self.ratios[:-1] if self.ratios[-1] == LAST else self.ratios
         if self.ratios[-1] != LAST and math.fsum(shares) < 1 - _RATIO_TOLERANCE:
-            raise TrainerConfigError(f"{name}: the ratios add up to {math.fsum(shares):g}; "
-                                     "they must add up to 1, or the last must be -1")  # fmt: skip
+            raise TrainerConfigError(
+                f"{name}: the ratios add up to {math.fsum(shares):g}; "
+                "they must add up to 1, or the last must be -1"
+            )
         # The last stage ends at max_steps exactly; the others at their rounded share.
         ends = [round(math.fsum(shares[: i + 1]) * total_steps) for i in range(len(shares))]
         ends[len(self.ratios) - 1 :] = [total_steps]

@@ -18,6 +18,8 @@ from accmt_metrics import Metric
 from ._consolidation import MetricConsolidation
 from ._loss_window import LossWindow
 from ._monitor import Monitor
+from ._option_checks import option, positive_int
+from ._setup import MetricsOption
 from ._step_outputs import split_validation_output, validation_call
 
 if TYPE_CHECKING:
@@ -30,10 +32,22 @@ Results = dict[str, dict[str, float]]
 
 @attrs.frozen(kw_only=True)
 class EvaluationOptions:
-    """The Trainer's options of an evaluation."""
+    """The Trainer's options of evaluation: when it runs, what it measures, how it reports."""
 
+    evaluate_every_n_steps: int | None = attrs.field(
+        default=None, validator=option(positive_int, allow_none=True)
+    )
+    """Also evaluate every N optimizer steps."""
+    evaluate_every_n_epochs: int = attrs.field(default=1, validator=option(positive_int))
+    """Evaluate at the end of every N-th epoch."""
+    eval_when_start: bool = False
+    """Evaluate once before the first training step (not on resume)."""
+    eval_when_finish: bool = True
+    """Evaluate at the end of the run, unless the last evaluation saw the same weights."""
     module_hooks: bool = True
     """Call the module's ``before_eval()`` and ``after_eval()`` around each evaluation."""
+    metrics: MetricsOption = None
+    """A Metric, a list of them, or a dict of them by validation set."""
     consolidation: MetricConsolidation | None = None
 
 
@@ -53,7 +67,7 @@ class Evaluation:
         *,
         monitor: Monitor,
         log: Callable[[Mapping[str, float]], None],
-        options: EvaluationOptions | None = None,
+        options: EvaluationOptions,
     ) -> None:
         self.accelerator = accelerator
         self.module = module
@@ -63,7 +77,7 @@ class Evaluation:
         self.state = state
         self.monitor = monitor
         self.log = log
-        self.options = options or EvaluationOptions()
+        self.options = options
         # Read once: whether validation_step takes the set's key (a 1.x module may not).
         self.validation_step = validation_call(module, self.loaders) if self.loaders else None
 

@@ -8,7 +8,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import torch
@@ -18,15 +18,15 @@ from accmt_callbacks import CallbackHandler
 from ._best_models import BestModels
 from ._checkpoint_schedule import CheckpointSchedule, Unit
 from ._checkpoints import Checkpoints
-from ._evaluation import Evaluation
+from ._evaluation import Evaluation, EvaluationOptions
 from ._loss_window import LossWindow
 from ._module import ExtendedAcceleratorModule
-from ._monitor import Monitor
 from ._nonfinite import NonFiniteGuard
 from ._optimizer_step import OptimizerStep
 from ._progress_bar import ProgressBar
 from ._setup import Run
 from ._step_outputs import check_training_loss
+from ._trackers import LoggingOptions
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
@@ -35,25 +35,6 @@ if TYPE_CHECKING:
 
 _END = object()
 _NO_CONTEXT = contextlib.nullcontext()
-# The loop's own counters are whole numbers it made: it sets them past attrs' validators, which
-# would cost the hot path a few microseconds a step.
-_set = object.__setattr__
-
-
-@attrs.frozen(kw_only=True)
-class LoopOptions:
-    """The Trainer's options that shape the loop."""
-
-    epochs: int
-    log_every: int | Literal["epoch"]
-    """Every N optimizer steps, or once at the end of each epoch (the epoch's mean loss)."""
-    evaluate_every_n_steps: int | None
-    evaluate_every_n_epochs: int
-    eval_when_start: bool
-    eval_when_finish: bool
-    checkpoint_schedule: CheckpointSchedule | None
-    monitor: Monitor
-    train_batch_size: int
 
 
 @attrs.define(kw_only=True)
@@ -78,16 +59,19 @@ class TrainingLoop:
         state: TrainingState,
         callbacks: CallbackHandler,
         owners: Owners,
-        options: LoopOptions,
         *,
+        evaluation: EvaluationOptions,
+        logging: LoggingOptions,
+        checkpoint_schedule: CheckpointSchedule | None,
         log: Callable[[Mapping[str, float]], None],
         run_facts: Mapping[str, Any],
     ) -> None:
         self.run, self.module, self.state = run, module, state
-        self.callbacks, self.owners, self.options = callbacks, owners, options
-        self.log, self.run_facts = log, run_facts
+        self.callbacks, self.owners = callbacks, owners
+        self.evaluation_options, self.logging_options = evaluation, logging
+        self.checkpoint_schedule, self.log, self.run_facts = checkpoint_schedule, log, run_facts
         device = run.accelerator.device
-        self.window, self.epoch_loss = LossWindow(device), LossWindow(device)
+        self.loss_since_log, self.epoch_loss = LossWindow(device), LossWindow(device)
         self._extended = isinstance(module, ExtendedAcceleratorModule)
         # Without accumulation every batch steps: Accelerate's accumulate() would only add its
         # bookkeeping to each step. Its flag must still say that gradients sync.
@@ -103,25 +87,26 @@ class TrainingLoop:
     def reached_end(self) -> bool:
         """Whether the run did all its epochs or its ``max_steps``: it is finished."""
         state = self.state
-        return state.epoch >= self.options.epochs or state.global_step >= self.run.total_steps
+        return state.epoch >= self.run.epochs or state.global_step >= self.run.total_steps
 
     def restore(self, process_state: Mapping[str, Any]) -> None:
         """Take the loss windows of a checkpoint; this moment is that checkpoint."""
-        self.window.load_state_dict(process_state["window"])
+        self.loss_since_log.load_state_dict(process_state["window"])
         self.epoch_loss.load_state_dict(process_state["epoch"])
         self._last_checkpoint = self._moment()
 
     def fit(self, resuming: Path | None) -> None:
         self.callbacks.call("on_fit_start")
         rest = self._resume(resuming) if resuming is not None else None
-        if self.options.eval_when_start and self.owners.evaluation.has_data and not resuming:
+        start = self.evaluation_options.eval_when_start and resuming is None
+        if start and self.owners.evaluation.has_data:
             self._evaluate()
         while not (self.reached_end() or self.callbacks.should_stop):
             self._train_epoch(rest)
             rest = None
         evaluation = self.owners.evaluation
         if (
-            self.options.eval_when_finish
+            self.evaluation_options.eval_when_finish
             and evaluation.has_data
             and self.reached_end()
             and not evaluation.evaluated_current_weights()
@@ -154,13 +139,13 @@ class TrainingLoop:
         state = self.state
         loader, total = self.run.plan.epoch(state.epoch)
         if rest is None:
-            state.is_last_epoch = state.epoch == self.options.epochs - 1
+            state.is_last_epoch = state.epoch == self.run.epochs - 1
             state.is_end_of_epoch = state.is_last_training_batch = False
             self.callbacks.call("on_epoch_start")
         self.run.model.train()
         self._epoch_batches = total
         self.owners.progress.start_epoch(
-            state.epoch, self.options.epochs, total, state.batches_seen_in_epoch
+            state.epoch, self.run.epochs, total, state.batches_seen_in_epoch
         )
         self._last_log = (time.perf_counter(), state.batch_iteration)
         batches = rest or iter(self._epoch_loader(loader))
@@ -198,7 +183,7 @@ class TrainingLoop:
         if train_loss is not None and train_loss < state.best_train_loss:
             state.best_train_loss = train_loss
         owners.optimizer_step.end_epoch()
-        if self.options.log_every == "epoch":
+        if self.logging_options.log_every == "epoch":
             self._log_training()
         evaluate = self._epoch_end_evaluates() and not self.callbacks.should_stop
         if evaluate:
@@ -216,7 +201,7 @@ class TrainingLoop:
             self.checkpoint()
 
     def _epoch_end_evaluates(self) -> bool:
-        every = self.options.evaluate_every_n_epochs
+        every = self.evaluation_options.evaluate_every_n_epochs
         return self.owners.evaluation.has_data and (self.state.epoch + 1) % every == 0
 
     # ---------------------------------------------------------------------------- step
@@ -233,25 +218,25 @@ class TrainingLoop:
         if loss is not None:
             detached = loss.detach()
             if owners.guard.add(detached, state.global_step + 1):
-                self.window.add(detached)
+                self.loss_since_log.add(detached)
                 self.epoch_loss.add(detached)
         owners.progress.advance()
-        _set(state, "batch_iteration", state.batch_iteration + 1)
-        _set(state, "batches_seen_in_epoch", state.batches_seen_in_epoch + 1)
-        _set(state, "train_step", state.batches_seen_in_epoch)
+        state.batch_iteration += 1
+        state.batches_seen_in_epoch += 1
+        state.train_step = state.batches_seen_in_epoch
         syncing = accelerator.sync_gradients
         if syncing:
-            _set(state, "global_step", state.global_step + 1)
+            state.global_step += 1
         self.callbacks.call("on_after_training_step")
         if syncing:
             self._after_optimizer_step()
 
     def _after_optimizer_step(self) -> None:
-        step, options = self.state.global_step, self.options
+        step, log_every = self.state.global_step, self.logging_options.log_every
         self.owners.optimizer_step.after_step(step)
-        if options.log_every != "epoch" and step % options.log_every == 0:
+        if log_every != "epoch" and step % log_every == 0:
             self._log_training()
-        every = options.evaluate_every_n_steps
+        every = self.evaluation_options.evaluate_every_n_steps
         evaluated = False
         if every and step % every == 0 and self.owners.evaluation.has_data:
             epoch_end_follows = self.state.is_last_training_batch and self._epoch_end_evaluates()
@@ -275,7 +260,7 @@ class TrainingLoop:
         self.callbacks.call("on_evaluation_end")
 
     def _due(self, unit: Unit, count: int) -> bool:
-        schedule = self.options.checkpoint_schedule
+        schedule = self.checkpoint_schedule
         return schedule is not None and schedule.due(unit, count)
 
     def _moment(self) -> tuple[int, int, int]:
@@ -284,26 +269,30 @@ class TrainingLoop:
 
     def checkpoint(self) -> None:
         """Write a checkpoint of this moment, an optimizer-step boundary, unless one exists."""
-        if self.options.checkpoint_schedule is None or self._moment() == self._last_checkpoint:
+        if self.checkpoint_schedule is None or self._moment() == self._last_checkpoint:
             return
         self.owners.guard.check(self.run.model.parameters())
         self._last_checkpoint = self._moment()
         self.callbacks.call("on_save_checkpoint")
         self.state.num_checkpoints_made += 1
-        windows = {"window": self.window.state_dict(), "epoch": self.epoch_loss.state_dict()}
+        losses = {"window": self.loss_since_log.state_dict(), "epoch": self.epoch_loss.state_dict()}
         teacher = self.module.teacher
         models = [self.run.model] if teacher is None else [self.run.model, teacher]
         self.owners.checkpoints.save(
-            self.state.num_checkpoints_made, self.run_facts, self.state, self.callbacks, windows,
+            self.state.num_checkpoints_made,
+            self.run_facts,
+            self.state,
+            self.callbacks,
+            losses,
             snapshot_of=(models, self.run.optimizer, self.run.scheduler),
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------------------- logging
 
     def _log_training(self) -> None:
         values: dict[str, float] = {}
-        monitor, state = self.options.monitor, self.state
-        mean = self.window.reduce_mean(self.run.accelerator)
+        monitor, state = self.logging_options.monitor, self.state
+        mean = self.loss_since_log.reduce_mean(self.run.accelerator)
         self.owners.guard.check_logged_mean(mean)
         if monitor.train_loss and mean is not None:
             values["train/loss"] = mean
@@ -329,7 +318,7 @@ class TrainingLoop:
         now, batch = time.perf_counter(), self.state.batch_iteration
         (then, then_batch), self._last_log = self._last_log, (now, batch)
         processes = self.run.accelerator.num_processes
-        samples = (batch - then_batch) * self.options.train_batch_size * processes
+        samples = (batch - then_batch) * self.run.train_batch_size * processes
         return float(samples) / max(now - then, 1e-9)
 
 

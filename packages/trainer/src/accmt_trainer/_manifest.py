@@ -116,8 +116,14 @@ def package_versions() -> dict[str, str]:
 # depends on is the code already imported, which a later install does not change.
 @functools.cache
 def _loaded_versions() -> tuple[tuple[str, str], ...]:
-    names = ("accmt-trainer", "accmt-state", "accmt-callbacks", "accmt-metrics", "torch",
-             "accelerate")  # fmt: skip
+    names = (
+        "accmt-trainer",
+        "accmt-state",
+        "accmt-callbacks",
+        "accmt-metrics",
+        "torch",
+        "accelerate",
+    )
     versions = []
     for name in names:
         try:
@@ -129,8 +135,13 @@ def _loaded_versions() -> tuple[tuple[str, str], ...]:
 
 def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: Path) -> None:
     """Refuse a checkpoint whose data position cannot be mapped onto this run exactly."""
-    keys = ("world_size", "train_batch_size", "grad_accumulation_steps", "batches_per_epoch",
-            "stages")  # fmt: skip
+    keys = (
+        "world_size",
+        "train_batch_size",
+        "grad_accumulation_steps",
+        "batches_per_epoch",
+        "stages",
+    )
     for key in keys:
         if manifest.get(key) != run.get(key):
             raise CheckpointError(
@@ -140,13 +151,13 @@ def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: 
             )
 
 
-def run_facts(run: Run, train_batch_size: int) -> dict[str, Any]:
+def run_facts(run: Run) -> dict[str, Any]:
     """What a checkpoint must agree with to resume exactly."""
     accelerator = run.accelerator
     return {
         "format": 2,
         "world_size": accelerator.num_processes,
-        "train_batch_size": train_batch_size,
+        "train_batch_size": run.train_batch_size,
         "grad_accumulation_steps": accelerator.gradient_accumulation_steps,
         **run.plan.facts(),
         "versions": package_versions(),

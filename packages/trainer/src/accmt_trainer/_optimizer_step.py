@@ -18,26 +18,33 @@ from torch.optim.lr_scheduler import LRScheduler
 
 from accmt_callbacks import CallbackHandler
 
-from ._option_checks import positive_int
+from ._nonfinite import NONFINITE_POLICIES, NonFinitePolicy
+from ._option_checks import clip_value, one_of, option, positive_int
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
 
 
-def _every(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    positive_int(attribute.name, value, allow_none=True)
+_EVERY = option(positive_int, allow_none=True)
 
 
 @attrs.frozen(kw_only=True)
 class StepOptions:
-    """accmt 1.x's options of the optimizer step."""
+    """The Trainer's options of the optimizer step, checked when the Trainer is made."""
 
+    clip_grad: float | None = attrs.field(default=None, converter=clip_value)
+    """Clip the gradient norm to this value before each optimizer step (None: no clipping)."""
     set_to_none: bool = True
     """``optimizer.zero_grad(set_to_none=...)``."""
-    reset_optimizer_every_n_steps: int | None = attrs.field(default=None, validator=_every)
+    reset_optimizer_every_n_steps: int | None = attrs.field(default=None, validator=_EVERY)
     """Clear the optimizer's state (moments, step counts) every N optimizer steps."""
-    cleanup_cache_every_n_steps: int | None = attrs.field(default=None, validator=_every)
+    cleanup_cache_every_n_steps: int | None = attrs.field(default=None, validator=_EVERY)
     """Empty the accelerator's cache (Accelerate's ``clear_device_cache``) every N steps."""
+    on_nonfinite_loss: NonFinitePolicy = attrs.field(
+        default="error", validator=option(one_of, NONFINITE_POLICIES)
+    )
+    """``"error"``, ``"warn"`` or ``"skip"`` (skip the optimizer step whose gradients are not
+    finite)."""
 
 
 class OptimizerStep:
@@ -57,12 +64,10 @@ class OptimizerStep:
         scheduler: LRScheduler | None,
         callbacks: CallbackHandler,
         state: TrainingState,
+        options: StepOptions,
         *,
-        clip_grad: float | None,
         scheduler_per_epoch: bool,
-        skip_nonfinite: bool,
         grad_norm_every: int | Literal["epoch"] | None,
-        options: StepOptions | None = None,
     ) -> None:
         self.accelerator = accelerator
         self.model = model
@@ -70,11 +75,11 @@ class OptimizerStep:
         self.scheduler = scheduler
         self.callbacks = callbacks
         self.state = state
-        self.clip_grad = clip_grad
+        self.clip_grad = options.clip_grad
         self.scheduler_per_epoch = scheduler_per_epoch
-        self.skip_nonfinite = skip_nonfinite
+        self.skip_nonfinite = options.on_nonfinite_loss == "skip"
         self.grad_norm_every = grad_norm_every
-        self.options = options or StepOptions()
+        self.options = options
         self.stepped = False
         """Whether the optimizer stepped on the current batch."""
         self._grad_norm: Any = None

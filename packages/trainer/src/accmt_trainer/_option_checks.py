@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import attrs
+
 from ._errors import TrainerConfigError
+
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+def option(check: Callable[..., Any], *args: Any, **kwargs: Any) -> Validator:
+    """The attrs validator that runs ``check(field name, value, *args, **kwargs)``: an options
+    class names its fields as the Trainer's keywords, so the error names the keyword."""
+
+    def validate(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        check(attribute.name, value, *args, **kwargs)
+
+    return validate
 
 
 def check_mapping(option: str, value: Any, *, where: str | None = None) -> dict[str, Any]:
@@ -44,6 +58,7 @@ def log_every_value(value: Any) -> Any:
 
 
 def clip_value(value: Any) -> float | None:
+    """``clip_grad``: a positive maximum gradient norm, or None."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:

@@ -7,8 +7,7 @@ import copy
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import torch
@@ -27,31 +26,16 @@ from ._epoch_plan import EpochPlan
 from ._errors import TrainerConfigError
 from ._hyperparameters import HyperParameters
 from ._module import AcceleratorModule, overrides
+from ._option_checks import one_of, option, positive_int
 from ._sanity_check import check_data
 from ._stages import Stages
 
+if TYPE_CHECKING:
+    from ._trackers import LoggingOptions
+
 DEFAULT_SET = "validation"
+MIXED_PRECISION = (None, "no", "fp16", "bf16", "fp8")
 MetricsOption = Metric | Sequence[Metric] | Mapping[str, Metric | Sequence[Metric]] | None
-
-
-@attrs.frozen(kw_only=True)
-class AcceleratorOptions:
-    """What the Accelerator of a run is made with."""
-
-    cpu: bool | None
-    mixed_precision: str | None
-    grad_accumulation_steps: int
-    seed: int | None
-    log_with: list[str] | None
-    logging_dir: Path
-    compile: bool
-    compile_kwargs: Mapping[str, Any] = attrs.field(factory=dict)
-
-    def dynamo_plugin(self) -> TorchDynamoPlugin | None:
-        """Accelerate's torch dynamo settings: inductor unless ``compile_kwargs`` says."""
-        if not self.compile:
-            return None
-        return TorchDynamoPlugin(**{"backend": "inductor", **self.compile_kwargs})
 
 
 def check_compile_kwargs(compile_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -66,6 +50,48 @@ def check_compile_kwargs(compile_kwargs: Mapping[str, Any] | None) -> dict[str, 
             f"{', '.join(map(repr, unknown))}; it takes {sorted(known)}"
         )
     return dict(compile_kwargs)
+
+
+@attrs.frozen
+class GradientCheckpointing:
+    """``gradient_checkpointing``: the model's own, turned on before it is prepared, with
+    ``gradient_checkpointing_kwargs``."""
+
+    kwargs: Mapping[str, Any] | None = None
+
+    def enable(self, model: torch.nn.Module) -> None:
+        enable = getattr(model, "gradient_checkpointing_enable", None)
+        if not callable(enable):
+            raise TrainerConfigError(
+                f"Trainer(gradient_checkpointing=True): {type(model).__name__} has no "
+                "gradient_checkpointing_enable(gradient_checkpointing_kwargs=...) method (a "
+                "transformers model has one); add one, or leave gradient_checkpointing off"
+            )
+        enable(gradient_checkpointing_kwargs=None if self.kwargs is None else dict(self.kwargs))
+
+
+@attrs.frozen(kw_only=True)
+class AcceleratorOptions:
+    """What the Accelerator of a run is made with, and how the model is prepared; checked when
+    the Trainer is made."""
+
+    cpu: bool | None = None
+    """True forces the CPU; None lets :func:`use_cpu` choose."""
+    mixed_precision: str | None = attrs.field(
+        default=None, validator=option(one_of, MIXED_PRECISION)
+    )
+    grad_accumulation_steps: int = attrs.field(default=1, validator=option(positive_int))
+    seed: int | None = None
+    """Seeds every RNG at the start of ``fit``, and the samplers' order."""
+    compile: bool = False
+    compile_kwargs: dict[str, Any] = attrs.field(factory=dict, converter=check_compile_kwargs)
+    gradient_checkpointing: GradientCheckpointing | None = None
+
+    def dynamo_plugin(self) -> TorchDynamoPlugin | None:
+        """Accelerate's torch dynamo settings: inductor unless ``compile_kwargs`` says."""
+        if not self.compile:
+            return None
+        return TorchDynamoPlugin(**{"backend": "inductor", **self.compile_kwargs})
 
 
 @attrs.frozen(kw_only=True)
@@ -89,31 +115,13 @@ class LoaderOptions:
     """False leaves batches where the loader made them (on the CPU); the module moves them."""
 
     def __attrs_post_init__(self) -> None:
-        for sampler, batch_sampler in (("sampler", "batch_sampler"),
-                                       ("val_sampler", "val_batch_sampler")):  # fmt: skip
+        pairs = (("sampler", "batch_sampler"), ("val_sampler", "val_batch_sampler"))
+        for sampler, batch_sampler in pairs:
             if getattr(self, sampler) is not None and getattr(self, batch_sampler) is not None:
                 raise TrainerConfigError(
                     f"Trainer({sampler}=..., {batch_sampler}=...): a batch sampler chooses the "
                     f"samples itself; give only one of them"
                 )
-
-
-@attrs.frozen
-class GradientCheckpointing:
-    """accmt 1.x's ``gradient_checkpointing``: the model's own, turned on before it is
-    prepared, with ``gradient_checkpointing_kwargs``."""
-
-    kwargs: Mapping[str, Any] | None = None
-
-    def enable(self, model: torch.nn.Module) -> None:
-        enable = getattr(model, "gradient_checkpointing_enable", None)
-        if not callable(enable):
-            raise TrainerConfigError(
-                f"Trainer(gradient_checkpointing=True): {type(model).__name__} has no "
-                "gradient_checkpointing_enable(gradient_checkpointing_kwargs=...) method (a "
-                "transformers model has one); add one, or leave gradient_checkpointing off"
-            )
-        enable(gradient_checkpointing_kwargs=None if self.kwargs is None else dict(self.kwargs))
 
 
 @attrs.define(kw_only=True)
@@ -133,9 +141,11 @@ class Run:
     total_steps: int
     epochs: int
     """``HyperParameters.epochs``, or for stages the passes they take (``plan``)."""
+    train_batch_size: int
+    """Samples per training batch on each process."""
 
 
-def make_accelerator(options: AcceleratorOptions) -> Accelerator:
+def make_accelerator(options: AcceleratorOptions, logging: LoggingOptions) -> Accelerator:
     return Accelerator(
         cpu=use_cpu(options.cpu),
         mixed_precision=options.mixed_precision,
@@ -146,8 +156,8 @@ def make_accelerator(options: AcceleratorOptions) -> Accelerator:
         dataloader_config=DataLoaderConfiguration(
             use_seedable_sampler=True, data_seed=options.seed
         ),
-        log_with=options.log_with,
-        project_dir=str(options.logging_dir),
+        log_with=logging.log_with,
+        project_dir=str(logging.logging_dir),
         dynamo_plugin=options.dynamo_plugin(),
     )
 
@@ -183,9 +193,10 @@ def prepare_run(
     # None: Accelerate's own placement (on the device); False: the batches stay on the CPU.
     placement = None if loader_options.device_placement else False
     model, *prepared_train = accelerator.prepare(
-        module.model, *train_loaders,
+        module.model,
+        *train_loaders,
         device_placement=None if placement is None else [None, *[False] * len(train_loaders)],
-    )  # fmt: skip
+    )
     prepared_val = {
         key: accelerator.prepare_data_loader(loader, device_placement=placement)
         for key, loader in val_loaders.items()
@@ -195,11 +206,11 @@ def prepare_run(
         module.teacher = accelerator.prepare_model(module.teacher, evaluation_mode=True)
         module.teacher.eval()
     module.model = model
-    window = accelerator.gradient_accumulation_steps
-    plan = EpochPlan.build(prepared_train, stages.end_steps if stages else None, window)
+    accumulation = accelerator.gradient_accumulation_steps
+    plan = EpochPlan.build(prepared_train, stages.end_steps if stages else None, accumulation)
     # Before the schedule is sized by the loaders' lengths: an empty one is named, not a 0.
     check_data(plan.loaders, prepared_val)
-    steps_per_epoch = math.ceil(len(prepared_train[0]) / window)
+    steps_per_epoch = math.ceil(len(prepared_train[0]) / accumulation)
     total_steps = hps.epochs * steps_per_epoch
     if hps.max_steps is not None:
         total_steps = min(total_steps, hps.max_steps)
@@ -219,6 +230,7 @@ def prepare_run(
         steps_per_epoch=steps_per_epoch,
         total_steps=total_steps,
         epochs=epochs,
+        train_batch_size=hps.train_batch_size,
     )
 
 
@@ -311,15 +323,22 @@ def _loader(
         collate = module.collate_fn
     else:
         collate = options.collate_fn if train else options.val_collate_fn or options.collate_fn
-    common: dict[str, Any] = {"collate_fn": collate, "num_workers": options.num_workers,
-                              "pin_memory": options.pin_memory}  # fmt: skip
+    common: dict[str, Any] = {
+        "collate_fn": collate,
+        "num_workers": options.num_workers,
+        "pin_memory": options.pin_memory,
+    }
     batch_sampler = options.batch_sampler if train else options.val_batch_sampler
     sampler = options.sampler if train else options.val_sampler
     if batch_sampler is not None:
         common["batch_sampler"] = batch_sampler
     else:
-        common.update(batch_size=batch_size, sampler=sampler, drop_last=train and options.drop_last,
-                      shuffle=options.shuffle_train and train and sampler is None)  # fmt: skip
+        common.update(
+            batch_size=batch_size,
+            sampler=sampler,
+            drop_last=train and options.drop_last,
+            shuffle=options.shuffle_train and train and sampler is None,
+        )
     return DataLoader(dataset, **{**common, **(loader_kwargs or {})})
 
 

@@ -9,12 +9,14 @@ import shutil
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
+import attrs
 from accelerate import Accelerator
 
 from ._errors import ArtifactNotFoundError, TrainerConfigError
-from ._option_checks import check_mapping
+from ._monitor import Monitor
+from ._option_checks import check_mapping, log_every_value
 
 LogWith = str | list[str] | None
 logger = logging.getLogger("accmt_trainer")
@@ -30,6 +32,52 @@ def resolve_trackers(log_with: LogWith) -> list[str] | None:
     if log_with is None or log_with == []:
         return None
     return [log_with] if isinstance(log_with, str) else list(log_with)
+
+
+def _log_every(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    log_every_value(value)
+
+
+def _tracker_config(value: Any) -> dict[str, Any]:
+    return check_mapping("additional_tracker_config", value)
+
+
+def _empty_if_none(value: Any) -> Any:
+    return {} if value is None else value
+
+
+@attrs.frozen(kw_only=True)
+class LoggingOptions:
+    """The Trainer's options of logging, trackers and the progress bar, checked when the
+    Trainer is made."""
+
+    track_name: str
+    """The run's name in its trackers."""
+    logging_dir: Path
+    """Where the trackers write (TensorBoard's events)."""
+    log_with: list[str] | None = attrs.field(
+        default=cast(list[str], "auto"), converter=resolve_trackers
+    )
+    """Accelerate's trackers: a name, a list, ``"auto"`` (TensorBoard when installed) or None."""
+    log_every: int | Literal["epoch"] = attrs.field(default=1, validator=_log_every)
+    """Log the training values every N optimizer steps, or once per epoch."""
+    additional_tracker_config: dict[str, Any] = attrs.field(factory=dict, converter=_tracker_config)
+    """Added to the hyperparameters each tracker is started with."""
+    tracker_init_kwargs: dict[str, Any] = attrs.field(factory=dict, converter=_empty_if_none)
+    """Each tracker's own arguments, by tracker name."""
+    monitor: Monitor = attrs.field(factory=Monitor)
+    """What is logged."""
+    progress_bar: bool = True
+    """Show a progress bar on the main process when stderr is a terminal."""
+
+    @tracker_init_kwargs.validator
+    def _check_tracker_kwargs(self, attribute: attrs.Attribute[Any], value: Any) -> None:
+        check_tracker_kwargs(value, self.log_with)
+
+    @property
+    def artifacts(self) -> Path:
+        """Where artifacts go when no tracker stores them."""
+        return self.logging_dir / self.track_name / "artifacts"
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -48,7 +96,7 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def check_tracker_kwargs(init_kwargs: Any, log_with: list[str] | None) -> dict[str, Any]:
     """``tracker_init_kwargs``: ``{tracker name: its arguments}``. Arguments for a tracker the
-    run does not use are left unused, with a warning (accmt 1.x ignored them silently)."""
+    run does not use are left unused, with a warning."""
     checked = check_mapping("tracker_init_kwargs", init_kwargs)
     for name, arguments in checked.items():
         if not isinstance(arguments, Mapping):
@@ -62,7 +110,7 @@ def check_tracker_kwargs(init_kwargs: Any, log_with: list[str] | None) -> dict[s
             f"Trainer(tracker_init_kwargs=...): the run has no tracker named "
             f"{', '.join(map(repr, unused))} (log_with={log_with!r}); its arguments are unused",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,  # past the validator, attrs' __init__ and the Trainer's
         )
     return checked
 

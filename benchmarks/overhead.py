@@ -104,10 +104,17 @@ def accmt_trainer(steps: int) -> float:
     )
     clock = StepClock()
     trainer = Trainer(
-        hps, "/tmp/accmt-overhead", log_with=None, progress_bar=False, cpu=True,
-        checkpoint_every=None, disable_model_saving=True, eval_when_finish=False,
-        log_every=10**9, callbacks=[clock],
-    )  # fmt: skip
+        hps,
+        "/tmp/accmt-overhead",
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+        checkpoint_every=None,
+        disable_model_saving=True,
+        eval_when_finish=False,
+        log_every=10**9,
+        callbacks=[clock],
+    )
     trainer.fit(Module(), data(steps))
     AcceleratorState._reset_state(reset_partial_state=True)
     return median_step(clock.stamps)
@@ -117,26 +124,41 @@ def main() -> None:
     torch.set_num_threads(1)
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
-    loops = {"plain PyTorch": plain_torch, "plain Accelerate": plain_accelerate,
-             "accmt Trainer.fit": accmt_trainer}  # fmt: skip
+    loops = {
+        "plain PyTorch": plain_torch,
+        "plain Accelerate": plain_accelerate,
+        "accmt Trainer.fit": accmt_trainer,
+    }
     samples: dict[str, list[float]] = {name: [] for name in loops}
     for loop in loops.values():  # warm-up: imports, allocator, first-call costs
         loop(50)
     for _ in range(ROUNDS):
         for name, loop in loops.items():
             samples[name].append(loop(STEPS))
-    print(f"tiny MLP, batch {BATCH}, AdamW, 1 thread on 1 core; median step of each "
-          f"{STEPS}-step epoch, over {ROUNDS} interleaved rounds")  # fmt: skip
+    print(
+        f"tiny MLP, batch {BATCH}, AdamW, 1 thread on 1 core; median step of each "
+        f"{STEPS}-step epoch, over {ROUNDS} interleaved rounds"
+    )
     print(f"  {'':<20} {'median':>9} {'minimum':>9}")
     for name, values in samples.items():
-        print(f"  {name:<20} {statistics.median(values) * 1e3:6.3f} ms "
-              f"{min(values) * 1e3:6.3f} ms")  # fmt: skip
+        print(f"  {name:<20} {statistics.median(values) * 1e3:6.3f} ms {min(values) * 1e3:6.3f} ms")
     trainer, accelerate = samples["accmt Trainer.fit"], samples["plain Accelerate"]
-    print(f"  ratio Trainer / plain Accelerate: {min(trainer) / min(accelerate):.3f} of minimums, "
-          f"{statistics.median(trainer) / statistics.median(accelerate):.3f} of medians  "
-          "(target <= 1.05)")  # fmt: skip
-    print(f"  ratio plain Accelerate / plain PyTorch: "
-          f"{min(accelerate) / min(samples['plain PyTorch']):.3f} of minimums")  # fmt: skip
+    torch_loop = samples["plain PyTorch"]
+    print(
+        f"  ratio Trainer / plain Accelerate: {min(trainer) / min(accelerate):.3f} of minimums, "
+        f"{statistics.median(trainer) / statistics.median(accelerate):.3f} of medians  "
+        "(target <= 1.0)"
+    )
+    # The Trainer calls the torch optimizer inside Accelerate's wrapper where the wrapper would
+    # only call it, so plain PyTorch is the floor it is measured against too.
+    print(
+        f"  ratio Trainer / plain PyTorch: {min(trainer) / min(torch_loop):.3f} of minimums, "
+        f"{statistics.median(trainer) / statistics.median(torch_loop):.3f} of medians"
+    )
+    print(
+        "  ratio plain Accelerate / plain PyTorch: "
+        f"{min(accelerate) / min(torch_loop):.3f} of minimums"
+    )
 
 
 if __name__ == "__main__":

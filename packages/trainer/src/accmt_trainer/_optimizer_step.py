@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import attrs
 import torch
 from accelerate import Accelerator
-from accelerate.utils import memory
+from accelerate.optimizer import AcceleratedOptimizer
+from accelerate.utils import DistributedType, memory
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 
@@ -83,6 +84,7 @@ class OptimizerStep:
         self.stepped = False
         """Whether the optimizer stepped on the current batch."""
         self._grad_norm: Any = None
+        self._direct = _direct_optimizer(optimizer, accelerator)
 
     @property
     def grad_norm(self) -> float | None:
@@ -108,13 +110,14 @@ class OptimizerStep:
             return
         optimizer = optimizer or self.optimizer
         self._measure_grad_norm()
+        direct = self._direct if optimizer is self.optimizer else None
         if self.skip_nonfinite and not math.isfinite(self.grad_norm or 0.0):
             # Every process holds the same synchronised gradients, so all skip together.
             self.state.skipped_steps += 1
             self.stepped = False
             return
         self.callbacks.call("on_before_optimizer_step", optimizer)
-        optimizer.step()
+        (direct or optimizer).step()
         self.callbacks.call("on_after_optimizer_step", optimizer)
         self.stepped = not self.accelerator.optimizer_step_was_skipped
 
@@ -134,8 +137,9 @@ class OptimizerStep:
         if not self.accelerator.sync_gradients:
             return
         optimizer = optimizer or self.optimizer
+        direct = self._direct if optimizer is self.optimizer else None
         self.callbacks.call("on_before_zero_grad", optimizer)
-        optimizer.zero_grad(set_to_none=self.options.set_to_none)
+        (direct or optimizer).zero_grad(set_to_none=self.options.set_to_none)
         self.callbacks.call("on_after_zero_grad", optimizer)
 
     def after_step(self, global_step: int) -> None:
@@ -173,3 +177,20 @@ class OptimizerStep:
             return
         limit = math.inf if self.clip_grad is None else self.clip_grad
         self._grad_norm = self.accelerator.clip_grad_norm_(self.model.parameters(), limit)
+
+
+def _direct_optimizer(optimizer: Optimizer, accelerator: Accelerator) -> Optimizer | None:
+    """The torch optimizer inside Accelerate's wrapper, where the wrapper's ``step`` and
+    ``zero_grad`` would only call it (no gradient scaler, no XLA, no LOMO optimizer), else
+    None. Accelerate 1.16's wrapper looks up an optional package (``is_lomo_available``) twice
+    and calls ``inspect.signature`` once per step; the step itself is the inner optimizer's
+    either way, called only when gradients sync (the loop checks ``sync_gradients``)."""
+    wrapper: Any = optimizer
+    if type(wrapper) is not AcceleratedOptimizer or wrapper.scaler is not None:
+        return None
+    inner: Optimizer = wrapper.optimizer
+    if accelerator.distributed_type == DistributedType.XLA:
+        return None
+    if type(inner).__module__.split(".")[0] == "lomo_optim":
+        return None
+    return inner

@@ -64,7 +64,7 @@ def report(trainer: Trainer) -> None:
     accuracy = state.additional_metrics["validation"]["accuracy"]
     print(f"validation accuracy: {accuracy:.4f} (best {state.model_savings['accuracy']:.4f})")
     print(f"epochs: {state.epoch}, optimizer steps: {state.global_step}")
-    print(f"TensorBoard logs:   {trainer.logging_dir}")
+    print(f"TensorBoard logs:   {trainer.logging_options.logging_dir}")
     print(f"checkpoints:        {trainer.model_path / 'checkpoints'}")
     for rule in trainer.saving_rules.values():
         print(f"best model ({rule.name}): {trainer.model_path / rule.folder / 'model.safetensors'}")

@@ -26,8 +26,8 @@ from ._consolidation import Extra, Predicate, make_consolidation
 from ._errors import TrainerConfigError
 from ._evaluation import EvaluationOptions
 from ._folder_lock import FolderLock
+from ._former_options import refuses_former_options
 from ._hyperparameters import HyperParameters
-from ._legacy import accepts_1x_options
 from ._loop import TrainingLoop
 from ._manifest import run_facts
 from ._module import AcceleratorModule
@@ -70,17 +70,17 @@ class Trainer:
     Trainer guide (``docs/guides/trainer.md``); in short: ``hps_config`` (HyperParameters, a
     dict or a YAML path), ``model_path`` (the run's folder: ``logs/``, ``checkpoints/``, one
     folder per best-model rule), accumulation and clipping, evaluation every N steps or
-    epochs, logging and trackers, metrics, callbacks, mixed precision, the DataLoader options
-    of accmt 1.x, ``seed``, checkpoints and resume, best models and ``patience``, signals,
+    epochs, logging and trackers, metrics, callbacks, mixed precision, the DataLoader options,
+    ``seed``, checkpoints and resume, best models and ``patience``, signals,
     ``sanity_check`` (one validation batch per set and every name checked before the first
     step) and ``on_nonfinite_loss`` (``"error"``, ``"warn"`` or ``"skip"``).
 
-    Options after ``model_path`` are keyword-only. accmt 1.x's calls work too: its positional
-    options and its keywords are translated, each with one DeprecationWarning naming the 2.x
-    spelling (see the migration page).
+    Options after ``model_path`` are keyword-only. A former option name is refused with a
+    :class:`TrainerConfigError` that names what to write instead (the ``accmt`` package's
+    Trainer still takes them; see the migration page).
     """
 
-    @accepts_1x_options
+    @refuses_former_options
     def __init__(
         self,
         hps_config: HyperParameters | Mapping[str, Any] | str | os.PathLike[str],

@@ -14,9 +14,7 @@ import torch
 from accelerate.tracking import GeneralTracker
 from torch.utils.data import BatchSampler, SequentialSampler, default_collate
 
-from accmt_callbacks import Callback
-from accmt_metrics import Accuracy
-from accmt_trainer import (
+from accmt import (
     AcceleratorModule,
     ArtifactNotFoundError,
     HyperParameters,
@@ -24,6 +22,8 @@ from accmt_trainer import (
     Trainer,
     TrainerConfigError,
 )
+from accmt_callbacks import Callback
+from accmt_metrics import Accuracy
 from accmt_trainer._setup import make_accelerator
 
 from .conftest import Classifier, blobs

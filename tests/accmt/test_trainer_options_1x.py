@@ -1,7 +1,7 @@
 """accmt 1.9.5.1's Trainer options, each translated to the 2.x Trainer's: kept, renamed with one
 DeprecationWarning naming the new spelling, or built in with one DeprecationWarning saying so.
 
-The translation is a pure function of the options (accmt_trainer._legacy); wiring it into
+The translation is a pure function of the options (accmt._one_x._trainer_options); wiring it into
 Trainer.__init__ is the Trainer's part.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from torch.utils.data import default_collate
 
-from accmt_trainer import Monitor, Trainer, TrainerConfigError
-from accmt_trainer._legacy import (
+from accmt import Monitor, Trainer, TrainerConfigError
+from accmt._one_x._trainer_options import (
     ONE_X_POSITIONAL,
     TRACKER_PASS_THROUGHS,
     translate_1x_options,

@@ -30,7 +30,7 @@ def _every(instance: object, attribute: attrs.Attribute[Any], value: Any) -> Non
 
 @attrs.frozen(kw_only=True)
 class StepOptions:
-    """accmt 1.x's options of the optimizer step."""
+    """The Trainer's options of the optimizer step."""
 
     set_to_none: bool = True
     """``optimizer.zero_grad(set_to_none=...)``."""

@@ -100,8 +100,9 @@ class LoaderOptions:
 
 @attrs.frozen
 class GradientCheckpointing:
-    """accmt 1.x's ``gradient_checkpointing``: the model's own, turned on before it is
-    prepared, with ``gradient_checkpointing_kwargs``."""
+    """``Trainer(gradient_checkpointing=True)``: the model's own gradient checkpointing
+    (transformers' ``gradient_checkpointing_enable``), turned on before it is prepared, with
+    ``gradient_checkpointing_kwargs``."""
 
     kwargs: Mapping[str, Any] | None = None
 

@@ -48,7 +48,7 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def check_tracker_kwargs(init_kwargs: Any, log_with: list[str] | None) -> dict[str, Any]:
     """``tracker_init_kwargs``: ``{tracker name: its arguments}``. Arguments for a tracker the
-    run does not use are left unused, with a warning (accmt 1.x ignored them silently)."""
+    run does not use are left unused, with a warning."""
     checked = check_mapping("tracker_init_kwargs", init_kwargs)
     for name, arguments in checked.items():
         if not isinstance(arguments, Mapping):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from accmt_trainer import HyperParameters, Trainer, TrainerConfigError
+from accmt_trainer import HyperParameters, Monitor, Trainer, TrainerConfigError
 from accmt_trainer._former_options import FORMER_OPTIONS
 
 HPS = HyperParameters(epochs=1, batch_size=4)
@@ -69,3 +69,8 @@ def test_the_signature_is_the_trainer_s_own() -> None:
     assert list(parameters)[:2] == ["hps_config", "model_path"]
     assert "callback" not in parameters
     assert "callbacks" in parameters
+
+
+def test_monitor_takes_its_own_flags_only() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'gpu_utilization'"):
+        Monitor(gpu_utilization=True)  # type: ignore[call-arg]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from torch.utils.data import default_collate
 
+import accmt_trainer
 from accmt import Monitor, Trainer, TrainerConfigError
 from accmt._one_x._trainer_options import (
     ONE_X_POSITIONAL,
@@ -361,3 +362,12 @@ def test_the_trainer_s_signature_is_its_typed_2x_options() -> None:
     kinds = {parameter.kind for name, parameter in parameters.items()
              if name not in ("hps_config", "model_path")}  # fmt: skip
     assert kinds == {inspect.Parameter.KEYWORD_ONLY}
+
+
+def test_every_1x_name_is_a_2x_option_or_one_accmt_trainer_refuses_naming_its_spelling() -> None:
+    # accmt_trainer's error table and this translation cover the same 1.x names.
+    from accmt_trainer._former_options import FORMER_OPTIONS
+
+    options = set(inspect.signature(accmt_trainer.Trainer).parameters)
+    one_x = {*ONE_X_POSITIONAL, *TRACKER_PASS_THROUGHS, "track_with"}  # README: log_with
+    assert one_x - options == set(FORMER_OPTIONS)

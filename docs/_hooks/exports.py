@@ -27,12 +27,19 @@ def _sources(names: list[str], owner: Any) -> dict[str, list[str]]:
         home = getattr(value, "__module__", None) or ""
         package = home.split(".")[0]
         if package == "accmt":
-            package = owner.__name__
+            # accmt's own (accmt 1.x's shapes): documented at the top when exported there.
+            top = importlib.import_module("accmt")
+            package = "accmt" if getattr(top, name, None) is value else owner.__name__
         elif not package.startswith("accmt_"):
             # Re-exported from another library: named, not linked (no page documents it).
             package = _package_exporting(name) or ""
         grouped.setdefault(package, []).append(name)
     return grouped
+
+
+def _package_cell(package: str) -> str:
+    # accmt itself is this page; its name alone would be an ambiguous cross-reference.
+    return "`accmt`" if package == "accmt" else f"[`{package}`][{package}]"
 
 
 def _package_exporting(name: str) -> str | None:
@@ -53,7 +60,7 @@ def on_page_markdown(markdown: str, page: Any, **kwargs: Any) -> str:
     names = [name for name in accmt.__all__ if name != "__version__"]
     by_package = _sources(names, accmt)
     exports = ["| from | names |", "| --- | --- |"] + [
-        f"| [`{package}`][{package}] | "
+        f"| {_package_cell(package)} | "
         + ", ".join(_link(package, name) for name in sorted(found))
         + " |"
         for package, found in by_package.items()

@@ -57,8 +57,30 @@ def test_all_names_resolve_and_are_the_parts_own_objects() -> None:
 
     missing = [name for name in accmt.__all__ if not hasattr(accmt, name)]
     assert missing == []
-    assert accmt.Trainer is accmt_trainer.Trainer
+    assert accmt.CheckpointError is accmt_trainer.CheckpointError
     assert accmt.Accuracy is accmt_metrics.Accuracy
+
+
+ONE_X_CLASSES = {
+    "Trainer": ["accmt", "accmt.trainer"],
+    "HyperParameters": ["accmt", "accmt.hyperparameters"],
+    "Monitor": ["accmt", "accmt.monitor"],
+    "AcceleratorModule": ["accmt", "accmt.modules"],
+    "ExtendedAcceleratorModule": ["accmt", "accmt.modules"],
+}
+
+
+@pytest.mark.parametrize("name", ONE_X_CLASSES)
+def test_the_classes_that_take_1x_calls_win_for_their_names(name: str) -> None:
+    import accmt._one_x
+    import accmt_trainer
+
+    one_x = getattr(accmt._one_x, name)
+    assert issubclass(one_x, getattr(accmt_trainer, name))
+    assert one_x is not getattr(accmt_trainer, name)
+    for module in ONE_X_CLASSES[name]:
+        assert getattr(importlib.import_module(module), name) is one_x, module
+    assert name in accmt.__all__
 
 
 def test_this_is_accmt_two_not_an_installed_one_x() -> None:

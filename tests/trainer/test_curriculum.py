@@ -1,5 +1,5 @@
-"""accmt 1.x's curriculum learning: the stage math of each class, its errors, and Trainer.fit
-training each stage's data up to the stage's end, resuming exactly across a stage's end."""
+"""Curriculum learning: the stage math of each class, its errors, and Trainer.fit training each
+stage's data up to the stage's end, resuming exactly across a stage's end."""
 
 from __future__ import annotations
 
@@ -230,15 +230,6 @@ def test_fit_trains_each_stage_up_to_its_end(tmp_path: Path, accumulation: int) 
     assert batches_per_step[:5] == ([1] * 5 if accumulation == 1 else [2, 1, 2, 1, 2])
 
 
-def test_fit_takes_1x_plain_list_of_stages(tmp_path: Path) -> None:
-    module = StageRecorder()
-    stages = [(2, tagged(8, 0)), (5, tagged(8, 1), {"batch_size": 2, "shuffle": False})]
-    state = run(tmp_path).fit(module, stages)
-    assert stage_of_each_step(module) == {1: {0}, 2: {0}, 3: {1}, 4: {1}, 5: {1}}
-    assert state.global_step == 5  # max_steps follows the stages
-    assert module.sizes == [4, 4, 2, 2, 2]  # the second stage's own batch size
-
-
 @pytest.mark.parametrize("as_tuple", [False, True])
 def test_a_list_of_samples_is_a_dataset_not_stages(tmp_path: Path, as_tuple: bool) -> None:
     module = StageRecorder()
@@ -246,55 +237,6 @@ def test_a_list_of_samples_is_a_dataset_not_stages(tmp_path: Path, as_tuple: boo
     state = run(tmp_path).fit(module, tuple(samples) if as_tuple else samples)
     assert state.global_step == 3  # one epoch of 12 samples in batches of 4
     assert stage_of_each_step(module) == {1: {7}, 2: {7}, 3: {7}}
-
-
-def test_a_stage_size_follows_max_steps(tmp_path: Path) -> None:
-    module = StageRecorder()
-    stages = [(3, tagged(8, 0)), (-1, tagged(8, 1))]
-    state = run(tmp_path, max_steps=6).fit(module, stages)
-    assert stage_of_each_step(module) == {s: {0 if s <= 3 else 1} for s in range(1, 7)}
-    assert state.global_step == 6
-
-
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        ([tagged(8, 0), tagged(8, 1)], r"stage 0 is TensorDataset"),
-        ([(0, tagged(8, 0)), (torch.ones(2), 0)], r"stage 0: max_step must be a whole number"),
-        ([(4, tagged(8, 0)), "a sample"], r"stage 1 is str 'a sample'"),
-        ([(1.5, tagged(8, 0))], r"stage 0: max_step must be a whole number.*got float 1.5"),
-        ([(4, tagged(8, 0)), (4, tagged(8, 1))], r"stage 1's max_step 4 is not above .*\(4\)"),
-        ([(-1, tagged(8, 0)), (4, tagged(8, 1))], r"stage 0: .*\(-1 is for the last stage only\)"),
-        ([(4, tagged(8, 0)), (-1, tagged(8, 1))], r"-1, which needs HyperParameters\(max_steps"),
-        ([(4, tagged(0, 0))], r"stage 0: the dataset is empty"),
-        ([(4, tagged(8, 0), "shuffle")], r"stage 0: dataloader_kwargs must be a dict"),
-        ([], r"the list is empty"),
-    ],
-)  # fmt: skip
-def test_a_list_that_is_not_stages_is_refused_before_training(
-    tmp_path: Path, data: list[Any], message: str
-) -> None:
-    module = StageRecorder()
-    with pytest.raises(TrainerConfigError, match=message):
-        run(tmp_path).fit(module, data)
-    assert module.seen == []
-    assert not (tmp_path / "run").exists()  # refused before the run touched its folder
-
-
-def test_stages_must_end_at_max_steps(tmp_path: Path) -> None:
-    module = StageRecorder()
-    stages = [(3, tagged(8, 0)), (5, tagged(8, 1))]
-    with pytest.raises(TrainerConfigError, match=r"end at step 5, but max_steps is 8"):
-        run(tmp_path, max_steps=8).fit(module, stages)
-    assert module.seen == []
-
-
-def test_bad_dataloader_kwargs_are_named_before_training(tmp_path: Path) -> None:
-    module = StageRecorder()
-    stages = [(3, tagged(8, 0), {"batch_sise": 2})]
-    with pytest.raises(TrainerConfigError, match=r"dataloader_kwargs \{'batch_sise': 2\} do not"):
-        run(tmp_path).fit(module, stages)
-    assert module.seen == []
 
 
 class StopAt(Callback):

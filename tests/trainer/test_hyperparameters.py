@@ -636,3 +636,13 @@ def test_build_optimizer_names_a_value_torch_rejects() -> None:
         hps.build_optimizer(parameters())
     assert caught.value.key == "optimizer_kwargs"
     assert "-1.0" in str(caught.value)
+
+
+def test_the_constructor_takes_the_field_names_only() -> None:
+    # optim, optim_kwargs and {"type": ...} mappings are read from files (from_dict) and by
+    # accmt's HyperParameters; the constructor is attrs' own.
+    with pytest.raises(TypeError, match="unexpected keyword argument 'optim'"):
+        HyperParameters(optim="AdamW")  # type: ignore[call-arg]
+    with pytest.raises(HyperParametersError, match="expected a registered name"):
+        HyperParameters(optimizer={"type": "AdamW"})  # type: ignore[arg-type]
+    assert HyperParameters.from_dict({"optim": {"type": "AdamW"}}).optimizer == "AdamW"

@@ -1,4 +1,4 @@
-"""Schedulers built by HyperParameters: accmt 1.x's warmup schedules against reference formulas,
+"""Schedulers built by HyperParameters: the warmup schedules against reference formulas,
 torch schedulers sized to the run exactly once, pickling and state_dict round trips."""
 
 from __future__ import annotations
@@ -139,14 +139,14 @@ CASES: list[tuple[str, dict[str, Any], Callable[[int], float]]] = [
 
 
 @pytest.mark.parametrize(("name", "kwargs", "reference"), CASES)
-def test_1x_schedule_follows_its_reference_formula(
+def test_warmup_schedule_follows_its_reference_formula(
     name: str, kwargs: dict[str, Any], reference: Callable[[int], float]
 ) -> None:
     lrs = curve(build(name, **kwargs), T + 3)
     assert lrs == pytest.approx([reference(s) for s in range(T + 4)], abs=1e-12)
 
 
-def test_every_1x_name_is_covered() -> None:
+def test_every_warmup_schedule_name_is_covered() -> None:
     assert {name for name, _, _ in CASES} == set(WARMUP_SCHEDULES)
     assert set(WARMUP_SCHEDULES) == {
         "LinearWithWarmup",
@@ -180,7 +180,7 @@ def test_warmup_ratio_is_a_fraction_of_the_training_steps() -> None:
     assert lrs == pytest.approx([ref_linear(s, 2, T) for s in range(T + 1)], abs=1e-12)
 
 
-def test_1x_float_num_warmup_steps_is_a_ratio() -> None:
+def test_a_float_num_warmup_steps_is_a_ratio() -> None:
     lrs = curve(build("LinearWithWarmup", num_warmup_steps=0.3), T)
     assert lrs == pytest.approx([ref_linear(s, 3, T) for s in range(T + 1)], abs=1e-12)
 

@@ -1,9 +1,11 @@
 """accmt: a PyTorch training framework on HuggingFace Accelerate.
 
-This meta-package only re-exports its parts (accmt-decorators, accmt-state, accmt-callbacks,
+This meta-package re-exports its parts (accmt-decorators, accmt-state, accmt-callbacks,
 accmt-metrics, accmt-trainer, accmt-collators, accmt-search), so that ``from accmt import
-Trainer`` and accmt 1.x's import paths keep working. Importing it builds nothing: no
-Accelerator, no process group.
+Trainer`` and accmt 1.x's import paths keep working. The names accmt 1.x spelled otherwise
+(``Trainer``, ``HyperParameters``, ``Monitor``, ``AcceleratorModule``,
+``ExtendedAcceleratorModule``) are those of ``accmt._one_x``, which take 1.x's calls and hand
+2.x ones to the parts. Importing it builds nothing: no Accelerator, no process group.
 """
 
 import accmt_callbacks as _callbacks
@@ -23,8 +25,14 @@ from accmt_search import *  # noqa: F403
 from accmt_state import *  # noqa: F403
 from accmt_trainer import *  # noqa: F403
 
-from ._dropped import TOP_LEVEL as _TOP_LEVEL
-from ._dropped import dropped as _dropped
+# After the parts: the classes that also take accmt 1.x's calls win for their names.
+from ._one_x import AcceleratorModule as AcceleratorModule
+from ._one_x import ExtendedAcceleratorModule as ExtendedAcceleratorModule
+from ._one_x import HyperParameters as HyperParameters
+from ._one_x import Monitor as Monitor
+from ._one_x import Trainer as Trainer
+from ._one_x._dropped import TOP_LEVEL as _TOP_LEVEL
+from ._one_x._dropped import dropped as _dropped
 
 __version__ = "2.0.0"
 

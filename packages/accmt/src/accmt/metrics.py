@@ -5,8 +5,8 @@ every accmt-metrics built-in."""
 from accmt_metrics import *  # noqa: F403
 from accmt_metrics import __all__ as _metrics_all
 
-from ._legacy_metrics import Metric as Metric
-from ._legacy_metrics import MetricBatch as MetricBatch
-from ._legacy_metrics import MetricParallel as MetricParallel
+from ._one_x._metrics import Metric as Metric
+from ._one_x._metrics import MetricBatch as MetricBatch
+from ._one_x._metrics import MetricParallel as MetricParallel
 
 __all__ = sorted({*_metrics_all, "Metric", "MetricBatch", "MetricParallel"})

@@ -1,5 +1,5 @@
-"""accmt 1.x's ``accmt.modules`` (now from accmt-trainer)."""
+"""accmt 1.x's ``accmt.modules``: accmt-trainer's modules with 1.x's helpers (``accmt._one_x``)."""
 
-from accmt_trainer import AcceleratorModule, ExtendedAcceleratorModule
+from ._one_x import AcceleratorModule, ExtendedAcceleratorModule
 
 __all__ = ["AcceleratorModule", "ExtendedAcceleratorModule"]

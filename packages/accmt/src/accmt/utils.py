@@ -2,9 +2,9 @@
 (process constants, gather helpers, debug switches) is gone: importing one of those names says
 what to use instead."""
 
-from ._dropped import UTILS as _UTILS
-from ._dropped import dropped as _dropped
-from ._legacy_utils import *  # noqa: F403
-from ._legacy_utils import __all__ as __all__
+from ._one_x._dropped import UTILS as _UTILS
+from ._one_x._dropped import dropped as _dropped
+from ._one_x._utils import *  # noqa: F403
+from ._one_x._utils import __all__ as __all__
 
 __getattr__ = _dropped("accmt.utils", _UTILS)

@@ -1,5 +1,8 @@
-"""The two layouts a configuration may have: flat field names, or accmt 1.x's ``hps:`` block
-with ``optimizer: {type: ...}`` (and 1.x's older spellings ``optim`` and ``optim_kwargs``)."""
+"""The two layouts a configuration file (or dict) may have: flat field names, or the ``hps:``
+block with ``optimizer: {type: ...}`` that ``HyperParameters.to_yaml`` writes.
+
+The older keys ``optim`` and ``optim_kwargs`` are read too: accmt 1.x wrote its files with them,
+and a file on disk is read where its format lives."""
 
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ def where_given(error: HyperParametersError, where: Mapping[str, str]) -> HyperP
 
 
 def layout_arguments(data: Any, fields: list[str]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The constructor arguments in ``data`` (flat or 1.x layout), and where each came from."""
+    """The constructor arguments in ``data`` (flat or ``hps:`` layout), and where each came
+    from."""
     if not isinstance(data, Mapping):
         raise HyperParametersError(
             "hyperparameters", f"expected a mapping, got {type(data).__name__}"

@@ -1,8 +1,9 @@
-"""accmt 1.x's metric consolidation: several logged values reported as one (their mean).
+"""Metric consolidation: several logged validation values reported as one (their mean).
 
-1.x named a logged validation value ``<metric>`` with one validation set and ``<metric>__<set>``
-with several (the loss being ``valid_loss``); ``consolidate_metrics`` picks values by that name.
-It changes what is logged, never the state or what a saving rule reads.
+``consolidate_metrics`` picks values by a flat name that holds the set: ``<metric>`` with one
+validation set and ``<metric>__<set>`` with several (the loss being ``valid_loss``), so that one
+predicate such as ``lambda name: name.startswith("accuracy")`` picks a metric across sets. It
+changes what is logged, never the state or what a saving rule reads.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ Predicate = Callable[[str], bool]
 Extra = Callable[[dict[str, list[float]]], Mapping[str, Any]]
 
 
-def one_x_name(dataset: str, name: str, several_sets: bool) -> str:
-    """What accmt 1.x logged the value ``name`` of validation set ``dataset`` as."""
+def flat_name(dataset: str, name: str, several_sets: bool) -> str:
+    """The flat name that predicates read for the value ``name`` of validation set
+    ``dataset``."""
     base = "valid_loss" if name == "loss" else name
     return f"{base}__{dataset}" if several_sets else base
 
@@ -38,7 +40,7 @@ def _check_predicates(instance: object, attribute: attrs.Attribute[Any], value: 
 
 @attrs.frozen(kw_only=True)
 class MetricConsolidation:
-    """``consolidate``: the mean of the values whose 1.x name a predicate accepts is logged
+    """``consolidate``: the mean of the values whose flat name a predicate accepts is logged
     under the predicate's name; the values it took are then not logged on their own, unless
     ``report_all``. ``additional`` gets ``{name: [values]}`` and returns more values to log."""
 
@@ -48,9 +50,9 @@ class MetricConsolidation:
 
     def check(self, reported: Mapping[str, Iterable[str]]) -> None:
         """Each predicate takes at least one of the names the validation sets report."""
-        names = self._one_x_names(reported)
+        names = self._flat_names(reported)
         for name, predicate in self.consolidate.items():
-            if not any(predicate(one_x) for one_x in names):
+            if not any(predicate(flat) for flat in names):
                 raise TrainerConfigError(
                     f"Trainer(consolidate_metrics=...): {name!r} takes none of the logged "
                     f"values {sorted(names)}"
@@ -68,9 +70,9 @@ class MetricConsolidation:
                 key = f"{dataset}/{name}"
                 if key not in logged:
                     continue
-                one_x = one_x_name(dataset, name, several)
+                flat = flat_name(dataset, name, several)
                 for consolidated, predicate in self.consolidate.items():
-                    if predicate(one_x):
+                    if predicate(flat):
                         groups[consolidated].append(value)
                         taken.add(key)
         out = {k: v for k, v in logged.items() if self.report_all or k not in taken}
@@ -91,9 +93,9 @@ class MetricConsolidation:
         return {str(name): float(value) for name, value in extra.items()}
 
     @staticmethod
-    def _one_x_names(reported: Mapping[str, Iterable[str]]) -> list[str]:
+    def _flat_names(reported: Mapping[str, Iterable[str]]) -> list[str]:
         several = len(reported) > 1
-        return [one_x_name(d, name, several) for d, names in reported.items() for name in names]
+        return [flat_name(d, name, several) for d, names in reported.items() for name in names]
 
 
 def make_consolidation(
@@ -101,7 +103,7 @@ def make_consolidation(
     additional: Extra | None,
     report_all: bool,
 ) -> MetricConsolidation | None:
-    """The Trainer's three 1.x options as one; None when nothing is consolidated."""
+    """The Trainer's three consolidation options as one; None when nothing is consolidated."""
     if additional is not None and not callable(additional):
         raise TrainerConfigError(
             f"Trainer(additional_metric_consolidation=...): expected a function, got {additional!r}"

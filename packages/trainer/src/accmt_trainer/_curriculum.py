@@ -1,11 +1,11 @@
-"""accmt 1.x's curriculum learning: datasets trained on one after another, each until the run's
+"""Curriculum learning: datasets trained on one after another, each until the run's
 optimizer step reaches the end of its stage.
 
-Each class collects stages with ``add(dataset, <size>, dataloader_kwargs=None)`` and turns them
-into cumulative ``(max_step, dataset, dataloader_kwargs)`` stages with :meth:`stages`, the form
-``Trainer.fit`` also takes as a plain list. Everything that can be checked when a stage is
-added is checked there, naming the stage; what needs ``max_steps`` is checked by ``stages``,
-which ``fit`` calls before the first step.
+Each class collects stages with ``add(dataset, <size>, dataloader_kwargs=None)`` and turns them into
+cumulative ``(max_step, dataset, dataloader_kwargs)`` stages with :meth:`stages`, which
+``Trainer.fit`` trains one after another, resuming exactly within a stage. Everything that can be
+checked when a stage is added is checked there, naming the stage; what needs ``max_steps`` is
+checked by ``stages``, which ``fit`` calls before the first step.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ arguments for its DataLoader."""
 
 LAST = -1
 """The size that gives the last stage whatever steps are left up to ``max_steps``."""
-# RangeCurriculum.add's parameter is named `range`, as in 1.x; the built-in under another name.
+# RangeCurriculum.add's parameter is named `range` (its keyword); the built-in under another
+# name.
 _RANGE = range
 # Ratios are added up in floating point: 0.1 + 0.2 + 0.7 must count as a whole.
 _RATIO_TOLERANCE = 1e-9
@@ -52,7 +53,7 @@ def whole_number(value: Any) -> bool:
 
 
 class Curriculum(abc.ABC):
-    """The base of accmt 1.x's curricula: datasets in the order they are added, each with the
+    """The base of the curricula: datasets in the order they are added, each with the
     DataLoader keyword arguments that override the Trainer's for it."""
 
     def __init__(self) -> None:

@@ -78,7 +78,7 @@ class Evaluation:
         self.monitor = monitor
         self.log = log
         self.options = options
-        # Read once: whether validation_step takes the set's key (a 1.x module may not).
+        # Checked once: validation_step takes (key, batch).
         self.validation_step = validation_call(module, self.loaders) if self.loaders else None
 
     @property

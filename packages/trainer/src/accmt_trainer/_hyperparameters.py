@@ -1,8 +1,8 @@
 """The hyperparameters of a run: epochs, batch size, optimizer and scheduler.
 
-Built from Python, from a dict (flat, or in accmt 1.x's ``hps:`` layout) or from a YAML file in
-that layout. attrs converters and validators check every value when the object is made, so a
-bad configuration fails where it is read, with the key that is wrong.
+Built from Python, from a dict (flat, or in the configuration file's ``hps:`` layout) or from a
+YAML file in that layout. attrs converters and validators check every value when the object is
+made, so a bad configuration fails where it is read, with the key that is wrong.
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def _to_optimizer(value: str | type[Optimizer]) -> str | type[Optimizer]:
 
 
 def _to_scheduler(value: str | type[LRScheduler] | None) -> str | type[LRScheduler] | None:
-    """A torch.optim.lr_scheduler class or accmt 1.x schedule by its name (any case), an
-    LRScheduler subclass, or None. torch's classes are kept by
+    """A registered scheduler by its name (any case: torch.optim.lr_scheduler's classes and
+    the warmup schedules), an LRScheduler subclass, or None. Registered classes are kept by
     name."""
     if value is None:
         return None
@@ -96,8 +96,8 @@ def _to_optimizer_kwargs(value: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _to_scheduler_kwargs(value: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Also: a float ``num_warmup_steps`` in [0, 1] is a ratio of the training steps, as in
-    accmt 1.x, and is kept as ``warmup_ratio``; a whole float (``1e3``) is an int."""
+    """Also: a float ``num_warmup_steps`` in [0, 1] is a ratio of the training steps, kept as
+    ``warmup_ratio``; a whole float (``1e3``) is an int."""
     kwargs = _to_kwargs(value, "scheduler_kwargs")
     if "num_warmup_steps" in kwargs and "warmup_ratio" in kwargs:
         raise HyperParametersError(
@@ -131,7 +131,7 @@ def _serialize(instance: Any, field: attrs.Attribute[Any] | None, value: Any) ->
     return as_lists(value) if field is not None else value
 
 
-@attrs.frozen(init=False)
+@attrs.frozen
 class HyperParameters:
     """What a run trains with, checked when it is made.
 
@@ -143,7 +143,7 @@ class HyperParameters:
       registered name in a configuration); ``optimizer_kwargs``
       are its arguments, such as ``{"lr": 1e-3}``.
     - ``scheduler``: None (constant learning rate), the name of a torch.optim.lr_scheduler class,
-      one of accmt 1.x's schedules (``LinearWithWarmup``, ``CosineWithWarmup``, ``Constant``,
+      one of the warmup schedules (``LinearWithWarmup``, ``CosineWithWarmup``, ``Constant``,
       ``ConstantWithWarmup``, ``CosineWithHardRestartsWithWarmup``, ``InverseSQRT``,
       ``PolynomialDecayWithWarmup``), or an ``LRScheduler`` subclass.
       ``scheduler_kwargs`` are its arguments; warmup is given as ``num_warmup_steps`` or as
@@ -155,10 +155,6 @@ class HyperParameters:
     In the kwargs, numeric strings (``"1e-6"``, as YAML reads it) become numbers and lists become
     tuples. Arguments that the optimizer or the scheduler does not take are an error, as is any
     bad value: :class:`HyperParametersError` names the key.
-
-    accmt 1.x's spellings are accepted here as in :meth:`from_dict`: ``optim_kwargs`` for
-    ``optimizer_kwargs``, ``optim`` for ``optimizer``, and an optimizer or scheduler given as a
-    mapping with its name under ``"type"`` (``optimizer={"type": "AdamW", "lr": 1e-3}``).
     """
 
     epochs: int = attrs.field(default=1, validator=_at_least_one)
@@ -169,47 +165,6 @@ class HyperParameters:
     scheduler: str | type[LRScheduler] | None = attrs.field(default=None, converter=_to_scheduler)
     scheduler_kwargs: dict[str, Any] = attrs.field(factory=dict, converter=_to_scheduler_kwargs)
     step_scheduler_per_epoch: bool = attrs.field(default=False, validator=_is_bool)
-
-    def __init__(
-        self,
-        epochs: int = 1,
-        max_steps: int | None = None,
-        batch_size: int | tuple[int, int] | list[int] = 1,
-        optimizer: str | type[Optimizer] | Mapping[str, Any] = "SGD",
-        optimizer_kwargs: Mapping[str, Any] | None = None,
-        scheduler: str | type[LRScheduler] | Mapping[str, Any] | None = None,
-        scheduler_kwargs: Mapping[str, Any] | None = None,
-        step_scheduler_per_epoch: bool = False,
-        *,
-        optim: str | type[Optimizer] | Mapping[str, Any] | None = None,
-        optim_kwargs: Mapping[str, Any] | None = None,
-    ) -> None:
-        # The defaults repeat the fields' (a test keeps them equal). Every argument goes through
-        # the same reading of accmt 1.x's spellings as from_dict, so both accept the same.
-        given: dict[str, Any] = {
-            "epochs": epochs,
-            "max_steps": max_steps,
-            "batch_size": batch_size,
-            "optimizer": optimizer,
-            "optimizer_kwargs": optimizer_kwargs,
-            "scheduler": scheduler,
-            "scheduler_kwargs": scheduler_kwargs,
-            "step_scheduler_per_epoch": step_scheduler_per_epoch,
-            "optim": optim,
-            "optim_kwargs": optim_kwargs,
-        }
-        # None means "not given" for the kwargs and for optim; so does the default optimizer
-        # when optim names one.
-        if optim is not None and isinstance(optimizer, str) and optimizer == "SGD":
-            del given["optimizer"]
-        optional = ("optimizer_kwargs", "scheduler_kwargs", "optim", "optim_kwargs")
-        arguments, where = layout_arguments(
-            {k: v for k, v in given.items() if not (k in optional and v is None)}, _FIELDS
-        )
-        try:
-            self.__attrs_init__(**arguments)
-        except HyperParametersError as error:
-            raise where_given(error, where) from None
 
     def __attrs_post_init__(self) -> None:
         check_arguments(
@@ -261,8 +216,9 @@ class HyperParameters:
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> HyperParameters:
-        """Read a YAML file in accmt 1.x's layout (``hps:`` with ``optimizer: {type: ...}``) or
-        with the field names at the top level. Errors name the key and the file."""
+        """Read a YAML file in the ``hps:`` layout that :meth:`to_yaml` writes (``optimizer:
+        {type: ...}``), or with the field names at the top level. Errors name the key and the
+        file."""
         with open(path, encoding="utf-8") as stream:
             data = yaml.safe_load(stream)
         try:
@@ -272,14 +228,14 @@ class HyperParameters:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> HyperParameters:
-        """Build from a dict with the field names, or in accmt 1.x's layout::
+        """Build from a dict with the field names, or in the ``hps:`` layout of the file::
 
             {"hps": {"epochs": 3, "batch_size": 32,
                      "optimizer": {"type": "AdamW", "lr": 1e-3},
                      "scheduler": {"type": "LinearWithWarmup", "warmup_ratio": 0.1}}}
 
-        ``optim`` is read as ``optimizer`` (older 1.x files) and ``optim_kwargs`` as
-        ``optimizer_kwargs``. Unknown keys are an error that lists them.
+        ``optim`` is read as ``optimizer`` and ``optim_kwargs`` as ``optimizer_kwargs`` (an
+        older file's keys). Unknown keys are an error that lists them.
         """
         arguments, where = layout_arguments(data, _FIELDS)
         try:
@@ -293,7 +249,7 @@ class HyperParameters:
         return attrs.asdict(self, value_serializer=_serialize)
 
     def to_yaml(self, path: str | os.PathLike[str]) -> None:
-        """Write a YAML file in accmt 1.x's layout (``hps:``, ``optimizer: {type: ...}``,
+        """Write a YAML file in the ``hps:`` layout (``optimizer: {type: ...}``,
         ``scheduler: {type: ...}``), which :meth:`from_yaml` reads back to an equal object."""
         data = self.to_dict()
         for field in ("optimizer_kwargs", "scheduler_kwargs"):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -29,9 +28,8 @@ class AcceleratorModule:
     :meth:`collate_fn`, :meth:`before_eval` and :meth:`after_eval`. While :meth:`Trainer.fit`
     runs, ``self.accelerator``, ``self.state`` and ``self.trainer`` are bound.
 
-    accmt 1.x's helpers are here too: calling the module runs :meth:`forward` (the model, by
-    default), ``len(module)`` is the model's number of parameters, :meth:`pad`,
-    :meth:`freeze`, :meth:`unfreeze`, and :meth:`from_hf` for a transformers model.
+    :meth:`freeze` and :meth:`unfreeze` stop and restart training a part of the model, and
+    :meth:`from_hf` makes a module around a transformers model.
     """
 
     model: torch.nn.Module
@@ -55,8 +53,7 @@ class AcceleratorModule:
 
         Return the loss, or a dict with ``"loss"`` and, for each metric by name, the tuple of
         its ``add_batch`` arguments (or its one argument), e.g.
-        ``{"loss": loss, "accuracy": (preds, labels)}``. With one validation set, a subclass
-        may define ``validation_step(self, batch)`` instead (accmt 1.x).
+        ``{"loss": loss, "accuracy": (preds, labels)}``.
         """
         raise NotImplementedError(
             f"{type(self).__name__} was given validation data but does not override "
@@ -102,19 +99,7 @@ class AcceleratorModule:
         """Log extra values to the trackers (at the current global step by default)."""
         self.trainer.log(values, step=step)
 
-    # accmt 1.x's helpers.
-
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the model: ``self.model(*args, **kwargs)``. Override to change the flow."""
-        return self.model(*args, **kwargs)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """``module(...)`` is :meth:`forward`."""
-        return self.forward(*args, **kwargs)
-
-    def __len__(self) -> int:
-        """The number of parameters of ``self.model``, trainable or frozen."""
-        return sum(parameter.numel() for parameter in self.model.parameters())
+    # Helpers for the user's steps.
 
     def freeze(self, module: torch.nn.Module) -> None:
         """Stop training every parameter of ``module`` (``requires_grad = False``)."""
@@ -124,53 +109,11 @@ class AcceleratorModule:
         """Train every parameter of ``module`` again (``requires_grad = True``)."""
         module.requires_grad_(True)
 
-    def pad(
-        self,
-        tensor: torch.Tensor | list[torch.Tensor] | tuple[torch.Tensor, ...],
-        value: float,
-        padding: Literal["max_length", "longest"] | None = None,
-        max_length: int | None = None,
-        side: Literal["left", "right"] = "right",
-        op: str | Callable[[Any], Any] | None = None,
-    ) -> Any:
-        """Pad the last dimension of a tensor, or of each tensor of a list or tuple, with
-        ``value``, on the ``side`` given.
-
-        A single tensor (or a list or tuple of one) is padded to ``max_length``, which it then
-        needs. Several tensors are padded to the longest of them (``padding="longest"``, the
-        default) or to ``max_length`` (``padding="max_length"``), and come back as a list or
-        tuple like the one given, or as ``op`` of it: ``"stack"``, ``"cat"`` (the torch
-        function) or any callable. Padding never truncates: a tensor longer than the target is
-        an error.
-        """
-        if side not in ("left", "right"):
-            raise ValueError(f"pad(side=...): expected 'left' or 'right', got {side!r}")
-        if isinstance(tensor, torch.Tensor) or len(tensor) == 1:
-            single = tensor if isinstance(tensor, torch.Tensor) else tensor[0]
-            if max_length is None:
-                raise ValueError("pad: a single tensor is padded to max_length, which is missing")
-            single = single.reshape(1) if single.ndim == 0 else single
-            padded = [_pad_to(single, max_length, value, side)]
-        else:
-            if (padding or "longest") == "max_length":
-                if max_length is None:
-                    raise ValueError("pad(padding='max_length') needs max_length")
-                target = max_length
-            else:
-                target = max(item.size(-1) for item in tensor)
-            padded = [_pad_to(item, target, value, side) for item in tensor]
-        if isinstance(tensor, torch.Tensor):
-            return padded[0]
-        together = tuple(padded) if isinstance(tensor, tuple) else padded
-        if op is None:
-            return together
-        return getattr(torch, op)(together) if isinstance(op, str) else op(together)
-
     @classmethod
     def from_hf(
         cls, path: str | os.PathLike[str], type: str | Any | None = None, **kwargs: Any
     ) -> AcceleratorModule:
-        """A module around a HuggingFace transformers model, as accmt 1.x built it.
+        """A module around a HuggingFace transformers model.
 
         ``type.from_pretrained(path, **kwargs)`` becomes ``self.model``; ``type`` is a
         transformers class or its name (``"AutoModelForSequenceClassification"``), by default
@@ -216,20 +159,10 @@ class ExtendedAcceleratorModule(AcceleratorModule):
         self.trainer.zero_grad(optimizer)
 
     def step(self) -> None:
-        """Step the optimizer, then the scheduler (when there is one), as accmt 1.x did."""
+        """Step the optimizer, then the scheduler (when there is one): the usual pair of
+        :meth:`step_optimizer` and :meth:`step_scheduler` in one call."""
         self.step_optimizer()
         self.step_scheduler()
-
-
-def _pad_to(tensor: torch.Tensor, length: int, value: float, side: str) -> torch.Tensor:
-    missing = length - tensor.size(-1)
-    if missing < 0:
-        raise ValueError(
-            f"pad: a tensor of length {tensor.size(-1)} is longer than {length}; pad does not "
-            "truncate"
-        )
-    widths = (0, missing) if side == "right" else (missing, 0)
-    return torch.nn.functional.pad(tensor, widths, mode="constant", value=value)
 
 
 def _transformers() -> Any:

@@ -1,4 +1,5 @@
-"""accmt 1.x's ``Optimizer`` and ``Scheduler`` namespaces, kept for code written against it."""
+"""``Optimizer`` and ``Scheduler``: the optimizers and schedulers as attributes, which an editor
+completes and a type checker checks, instead of strings."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from torch import optim
 
 
 class Optimizer:
-    """The optimizers accmt 1.x named, as torch.optim classes.
+    """torch.optim's optimizers, as its classes.
 
     ``HyperParameters(optimizer=Optimizer.AdamW)`` and ``Optimizer.AdamW(params, lr=1e-3)``
-    work as in 1.x. Any other torch.optim optimizer can be named by string or class.
+    both work. Any other torch.optim optimizer can be named by string or class.
     """
 
     Adam = optim.Adam
@@ -28,10 +29,10 @@ class Optimizer:
 
 
 class Scheduler:
-    """The schedulers accmt 1.x named, as the names ``HyperParameters(scheduler=...)`` takes.
+    """Registered schedulers, as the names ``HyperParameters(scheduler=...)`` takes.
 
-    The warm-up schedules no longer need transformers; any torch.optim.lr_scheduler class
-    can be named too.
+    torch.optim.lr_scheduler's classes and the warmup schedules (which do not need
+    transformers); any other torch.optim.lr_scheduler class can be named too.
     """
 
     StepLR = "StepLR"

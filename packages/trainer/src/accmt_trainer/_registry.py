@@ -1,10 +1,10 @@
 """The optimizers and schedulers a configuration may name.
 
 A YAML file or a dict names an optimizer or a scheduler by a registered name only: torch's own
-(``"AdamW"``, ``"CosineAnnealingLR"``), accmt 1.x's warmup schedules, and those a program adds
-with :func:`register_optimizer` / :func:`register_scheduler`. A dotted path such as
-``os.system`` is refused and never imported: reading a configuration must not run code. Python
-code may still pass a class directly.
+(``"AdamW"``, ``"CosineAnnealingLR"``), the warmup schedules (``"LinearWithWarmup"``...), and those
+a program adds with :func:`register_optimizer` / :func:`register_scheduler`. A dotted path such as
+``os.system`` is refused and never imported: reading a configuration must not run code. Python code
+may still pass a class directly.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""accmt 1.x's warmup schedules, as ``torch.optim.lr_scheduler.LambdaLR`` instances.
+"""Warmup schedules, as ``torch.optim.lr_scheduler.LambdaLR`` instances.
 
-accmt 1.x took these from HuggingFace transformers. They are rebuilt here, with the same
-definitions and defaults, so that accmt does not need transformers. Each schedule is a
+They are HuggingFace transformers' ``get_*_schedule_with_warmup`` schedules, rebuilt here with
+the same definitions and defaults, so that accmt does not need transformers. Each schedule is a
 ``LambdaLR`` whose multiplier is a ``functools.partial`` over a module-level function of this
 module, so the scheduler's ``state_dict()`` and the scheduler itself can be pickled.
 
@@ -111,7 +111,7 @@ def _schedule(
 
 
 def get_constant_schedule(optimizer: Optimizer, last_epoch: int = -1) -> LambdaLR:
-    """A constant learning rate (accmt 1.x ``Constant``)."""
+    """A constant learning rate (``Constant``)."""
     return LambdaLR(optimizer, _constant, last_epoch=last_epoch)
 
 
@@ -128,7 +128,7 @@ def get_linear_schedule_with_warmup(
     optimizer: Optimizer, num_warmup_steps: int, num_training_steps: int, last_epoch: int = -1
 ) -> LambdaLR:
     """Linear warmup from 0, then linear decay to 0 at ``num_training_steps``
-    (accmt 1.x ``LinearWithWarmup``)."""
+    (``LinearWithWarmup``)."""
     return _schedule(
         optimizer,
         _linear_with_warmup,
@@ -146,7 +146,7 @@ def get_cosine_schedule_with_warmup(
     last_epoch: int = -1,
 ) -> LambdaLR:
     """Linear warmup from 0, then a cosine; the default half cycle ends at 0 at
-    ``num_training_steps`` (accmt 1.x ``CosineWithWarmup``)."""
+    ``num_training_steps`` (``CosineWithWarmup``)."""
     return _schedule(
         optimizer,
         _cosine_with_warmup,
@@ -165,7 +165,7 @@ def get_cosine_with_hard_restarts_schedule_with_warmup(
     last_epoch: int = -1,
 ) -> LambdaLR:
     """Linear warmup from 0, then ``num_cycles`` cosine decays to 0 with hard restarts
-    (accmt 1.x ``CosineWithHardRestartsWithWarmup``)."""
+    (``CosineWithHardRestartsWithWarmup``)."""
     return _schedule(
         optimizer,
         _cosine_with_hard_restarts_with_warmup,
@@ -182,7 +182,7 @@ def get_inverse_sqrt_schedule(
     timescale: int | None = None,
     last_epoch: int = -1,
 ) -> LambdaLR:
-    """Linear warmup from 0, then inverse-square-root decay (accmt 1.x ``InverseSQRT``).
+    """Linear warmup from 0, then inverse-square-root decay (``InverseSQRT``).
 
     ``timescale`` defaults to ``num_warmup_steps``, or 10 000 when there is no warmup.
     """
@@ -202,7 +202,7 @@ def get_polynomial_decay_schedule_with_warmup(
     last_epoch: int = -1,
 ) -> LambdaLR:
     """Linear warmup from 0, then polynomial decay from the optimizer's default ``lr`` to
-    ``lr_end`` at ``num_training_steps`` (accmt 1.x ``PolynomialDecayWithWarmup``).
+    ``lr_end`` at ``num_training_steps`` (``PolynomialDecayWithWarmup``).
 
     Raises ``ValueError`` unless ``lr_end`` is below the optimizer's default learning rate.
     """
@@ -230,4 +230,4 @@ WARMUP_SCHEDULES: Mapping[str, Callable[..., LambdaLR]] = {
     "InverseSQRT": get_inverse_sqrt_schedule,
     "PolynomialDecayWithWarmup": get_polynomial_decay_schedule_with_warmup,
 }
-"""accmt 1.x's scheduler names and the functions that build them."""
+"""The warmup schedules' registered names and the functions that build them."""

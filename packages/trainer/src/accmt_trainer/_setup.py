@@ -54,7 +54,8 @@ def check_compile_kwargs(compile_kwargs: Mapping[str, Any] | None) -> dict[str, 
 
 @attrs.frozen
 class GradientCheckpointing:
-    """``gradient_checkpointing``: the model's own, turned on before it is prepared, with
+    """``Trainer(gradient_checkpointing=True)``: the model's own gradient checkpointing
+    (transformers' ``gradient_checkpointing_enable``), turned on before it is prepared, with
     ``gradient_checkpointing_kwargs``."""
 
     kwargs: Mapping[str, Any] | None = None

@@ -15,6 +15,7 @@ import torch
 from ._errors import StepOutputError, TrainerConfigError
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_VAR_POSITIONAL = inspect.Parameter.VAR_POSITIONAL
 
 
 def check_training_loss(module: object, loss: Any, *, may_be_none: bool) -> None:
@@ -46,41 +47,29 @@ def check_training_loss(module: object, loss: Any, *, may_be_none: bool) -> None
 
 @attrs.frozen
 class ValidationCall:
-    """How the Trainer calls a module's ``validation_step``: with ``(key, batch)``, or with
-    ``(batch)`` as accmt 1.x's README wrote it (``with_key=False``)."""
+    """How the Trainer calls a module's ``validation_step``: with ``(key, batch)``."""
 
     module: Any
-    with_key: bool
 
     def __call__(self, key: str, batch: Any) -> Any:
-        step = self.module.validation_step
-        return step(key, batch) if self.with_key else step(batch)
+        return self.module.validation_step(key, batch)
 
     def where(self, key: str) -> str:
         """The call, as errors name it."""
-        arguments = f"{key!r}, batch" if self.with_key else "batch"
-        return f"{type(self.module).__name__}.validation_step({arguments})"
+        return f"{type(self.module).__name__}.validation_step({key!r}, batch)"
 
 
 def validation_call(module: object, sets: Collection[str]) -> ValidationCall:
-    """Reads ``validation_step``'s signature once, at setup: two positional parameters (or
-    ``*args``) take ``(key, batch)``; one takes ``(batch)``, which only one validation set can
-    use."""
-    name = f"{type(module).__name__}.validation_step"
+    """Checks once, at setup, that ``validation_step`` takes ``(key, batch)``: two positional
+    parameters, or ``*args``."""
     parameters = inspect.signature(module.validation_step).parameters.values()  # type: ignore[attr-defined]
     positional = [p for p in parameters if p.kind in _POSITIONAL]
-    if len(positional) >= 2 or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
-        return ValidationCall(module, with_key=True)
-    if len(positional) != 1:
+    if len(positional) < 2 and not any(p.kind is _VAR_POSITIONAL for p in parameters):
         raise TrainerConfigError(
-            f"{name} must take (key, batch), or (batch) with one validation set"
+            f"{type(module).__name__}.validation_step must take (key, batch): the name of the "
+            f"validation set ({', '.join(map(repr, sorted(sets)))}) and the batch"
         )
-    if len(sets) > 1:
-        raise TrainerConfigError(
-            f"{name}(batch) takes no key, but there are {len(sets)} validation sets "
-            f"{sorted(sets)}: define validation_step(self, key, batch)"
-        )
-    return ValidationCall(module, with_key=False)
+    return ValidationCall(module)
 
 
 def split_validation_output(
@@ -89,8 +78,8 @@ def split_validation_output(
     """The loss, and the arguments of each metric's ``add_batch``, of one validation batch.
 
     ``name`` is the call, as errors name it. A metric's value is the tuple of its arguments
-    (``(predictions, references)``), or its one argument (accmt 1.x's metrics may take any
-    number, each a tensor or a dict of tensors)."""
+    (``(predictions, references)``), or its one argument (a metric's ``add_batch`` may take
+    any number)."""
     if isinstance(output, torch.Tensor):
         return _validation_loss(name, output), {}
     if not isinstance(output, Mapping):

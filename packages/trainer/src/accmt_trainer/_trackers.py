@@ -110,7 +110,7 @@ def check_tracker_kwargs(init_kwargs: Any, log_with: list[str] | None) -> dict[s
             f"Trainer(tracker_init_kwargs=...): the run has no tracker named "
             f"{', '.join(map(repr, unused))} (log_with={log_with!r}); its arguments are unused",
             UserWarning,
-            stacklevel=5,  # past the validator, attrs' __init__ and the Trainer's
+            stacklevel=6,  # past the validator, attrs' __init__ and the Trainer's checks
         )
     return checked
 

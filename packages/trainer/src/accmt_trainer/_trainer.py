@@ -23,6 +23,7 @@ from ._checkpoints import CheckpointOptions
 from ._consolidation import Extra, Predicate, make_consolidation
 from ._evaluation import EvaluationOptions
 from ._fit import Fit, OfLatestFit
+from ._former_options import refuses_former_options
 from ._hyperparameters import HyperParameters
 from ._module import AcceleratorModule
 from ._monitor import Monitor
@@ -48,9 +49,11 @@ class Trainer:
     of the run gets its own options object, checked here (``accelerator_options``,
     ``loader_options``, ``step_options``, ``evaluation_options``, ``checkpoint_options``,
     ``best_model_options``, ``logging_options``); :meth:`fit` runs it. Options after
-    ``model_path`` are keyword-only.
+    ``model_path`` are keyword-only; a former option name is refused with a
+    :class:`TrainerConfigError` naming what to write instead (``accmt``'s Trainer takes it).
     """
 
+    @refuses_former_options
     def __init__(
         self,
         hps_config: HyperParameters | Mapping[str, Any] | str | os.PathLike[str],

@@ -14,9 +14,7 @@ import torch
 from accelerate.tracking import GeneralTracker
 from torch.utils.data import BatchSampler, SequentialSampler, default_collate
 
-from accmt_callbacks import Callback
-from accmt_metrics import Accuracy
-from accmt_trainer import (
+from accmt import (
     AcceleratorModule,
     ArtifactNotFoundError,
     HyperParameters,
@@ -24,6 +22,8 @@ from accmt_trainer import (
     Trainer,
     TrainerConfigError,
 )
+from accmt_callbacks import Callback
+from accmt_metrics import Accuracy
 from accmt_trainer._setup import make_accelerator
 
 from .conftest import Classifier, blobs
@@ -312,7 +312,7 @@ def test_a_bad_max_shard_size_is_named(tmp_path: Path, size: Any) -> None:
 def test_compile_kwargs_reach_accelerate_s_dynamo_plugin(tmp_path: Path) -> None:
     run = trainer(tmp_path, compile=True, compile_kwargs={"mode": "max-autotune",
                                                           "fullgraph": True})  # fmt: skip
-    plugin = make_accelerator(run.accelerator_options()).state.dynamo_plugin
+    plugin = make_accelerator(run.accelerator_options, run.logging_options).state.dynamo_plugin
     assert (plugin.mode, plugin.fullgraph) == ("max-autotune", True)
     assert str(plugin.backend).lower().endswith("inductor")
 
@@ -485,7 +485,7 @@ def test_tracker_config_and_init_kwargs_reach_tensorboard(tmp_path: Path) -> Non
                   additional_tracker_config={"dataset": "blobs", "nested": {"k": 1}},
                   tracker_init_kwargs={"tensorboard": {"filename_suffix": ".accmt"}})  # fmt: skip
     run.fit(Recording(), blobs(16))
-    folder = run.logging_dir / "t"
+    folder = run.logging_options.logging_dir / "t"
     (hparams,) = folder.glob("*/hparams.yml")
     text = hparams.read_text()
     assert "dataset: blobs" in text
@@ -528,7 +528,7 @@ def test_artifacts_without_an_artifact_store_are_copied_next_to_the_logs(tmp_pat
     run = trainer(tmp_path, log_with="tensorboard", track_name="t",
                   callbacks=[LogsArtifacts(file, folder)])  # fmt: skip
     run.fit(Recording(), blobs(16))
-    copied = run.logging_dir / "t" / "artifacts"
+    copied = run.logging_options.logging_dir / "t" / "artifacts"
     assert (copied / "notes.txt").read_text() == "notes"
     assert (copied / "plots" / "a.txt").read_text() == "a"
 
@@ -563,7 +563,9 @@ def test_artifacts_go_to_a_tracker_that_stores_them(tmp_path: Path) -> None:
     run = trainer(tmp_path, log_with=[store], callbacks=[LogsArtifacts(file, folder)])
     run.fit(Recording(), blobs(16))
     assert store.stored == [("file", str(file)), ("folder", str(folder))]
-    assert not (run.logging_dir / run.track_name / "artifacts").exists()
+    assert not (
+        run.logging_options.logging_dir / run.logging_options.track_name / "artifacts"
+    ).exists()
 
 
 def test_artifacts_without_a_running_tracker_are_a_warning(tmp_path: Path) -> None:
@@ -574,7 +576,7 @@ def test_artifacts_without_a_running_tracker_are_a_warning(tmp_path: Path) -> No
     run.fit(Recording(), blobs(16))
     with pytest.warns(UserWarning, match="no tracker is running"):
         run.log_artifacts(tmp_path)
-    assert not run.logging_dir.exists()
+    assert not run.logging_options.logging_dir.exists()
 
 
 def test_a_missing_artifact_is_named(tmp_path: Path) -> None:

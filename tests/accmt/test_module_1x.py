@@ -11,14 +11,14 @@ import pytest
 import torch
 from torch.utils.data import Dataset
 
-from accmt_trainer import (
+from accmt import (
     AcceleratorModule,
     ExtendedAcceleratorModule,
     HyperParameters,
     Trainer,
 )
+from tests.trainer._tiny_gpt2 import save_tiny_gpt2
 
-from ._tiny_gpt2 import save_tiny_gpt2
 from .conftest import blobs
 
 

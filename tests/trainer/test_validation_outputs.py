@@ -1,5 +1,5 @@
-"""What accmt 1.x programs give the Trainer for validation: one metric instead of a list, metric
-arguments that are not a pair, and ``validation_step(self, batch)`` without the set's key."""
+"""What the Trainer takes for validation: one metric instead of a list, and metric arguments
+that are not a pair (a metric's ``add_batch`` may take any number)."""
 
 from __future__ import annotations
 
@@ -133,56 +133,14 @@ def test_a_name_that_is_no_metric_is_still_named(tmp_path: Path) -> None:
         trainer(tmp_path, metrics=[MeanCorrect()]).fit(Classifier(), blobs(16), blobs(8, seed=1))
 
 
-# ------------------------------------------------------------ validation_step(batch)
-
-
-class NoKey(Classifier):
+class OneArgument(Classifier):
     def validation_step(self, batch: Any) -> dict[str, Any]:  # type: ignore[override]
         return super().validation_step("validation", batch)
 
 
-class KeyWithDefault(Classifier):
-    def __init__(self) -> None:
-        super().__init__()
-        self.keys: set[str] = set()
-
-    def validation_step(self, key: str, batch: Any = None) -> dict[str, Any]:
-        self.keys.add(key)
-        return super().validation_step(key, batch)
-
-
-@pytest.mark.parametrize("as_dict", [False, True])
-def test_validation_step_without_a_key_serves_one_set(tmp_path: Path, as_dict: bool) -> None:
-    module, val = NoKey(), blobs(24, seed=1)
-    state = trainer(tmp_path, metrics=[Accuracy()]).fit(
-        module, blobs(16), {"only": val} if as_dict else val
-    )
-    name = "only" if as_dict else "validation"
-    assert state.additional_metrics[name]["accuracy"] == pytest.approx(by_hand(module, val))
-
-
-def test_validation_step_with_a_key_still_gets_it(tmp_path: Path) -> None:
-    module = KeyWithDefault()
-    trainer(tmp_path, metrics=[Accuracy()]).fit(
-        module, blobs(16), {"a": blobs(8, seed=1), "b": blobs(8, seed=2)}
-    )
-    assert module.keys == {"a", "b"}
-
-
-def test_validation_step_without_a_key_and_several_sets_is_named_before_training(
-    tmp_path: Path,
-) -> None:
+def test_validation_step_must_take_the_key_and_the_batch(tmp_path: Path) -> None:
     run = trainer(tmp_path)
-    with pytest.raises(TrainerConfigError, match=r"NoKey.validation_step\(batch\) takes no key, "
-                       r"but there are 2 validation sets \['a', 'b'\]"):  # fmt: skip
-        run.fit(NoKey(), blobs(16), {"a": blobs(8, seed=1), "b": blobs(8, seed=2)})
+    with pytest.raises(TrainerConfigError, match=r"OneArgument.validation_step must take "
+                       r"\(key, batch\)"):  # fmt: skip
+        run.fit(OneArgument(), blobs(16), blobs(8, seed=1))
     assert run.state.global_step == 0
-
-
-def test_an_error_names_the_call_without_a_key(tmp_path: Path) -> None:
-    class Bad(NoKey):
-        def validation_step(self, batch: Any) -> Any:  # type: ignore[override]
-            return "loss"
-
-    with pytest.raises(StepOutputError, match=r"Bad.validation_step\(batch\) returned str"):
-        trainer(tmp_path).fit(Bad(), blobs(16), blobs(8, seed=1))

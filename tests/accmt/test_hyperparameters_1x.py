@@ -10,7 +10,7 @@ import attrs
 import pytest
 import torch
 
-from accmt_trainer import HyperParameters, HyperParametersError
+from accmt import HyperParameters, HyperParametersError
 
 # accmt 1.9.5.1's HyperParameters.__init__, in order: (name, default, a value a 1.x program
 # passes, the 2.x field it lands in, what that field then holds).

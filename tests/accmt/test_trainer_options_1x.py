@@ -1,7 +1,7 @@
 """accmt 1.9.5.1's Trainer options, each translated to the 2.x Trainer's: kept, renamed with one
 DeprecationWarning naming the new spelling, or built in with one DeprecationWarning saying so.
 
-The translation is a pure function of the options (accmt_trainer._legacy); wiring it into
+The translation is a pure function of the options (accmt._one_x._trainer_options); wiring it into
 Trainer.__init__ is the Trainer's part.
 """
 
@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from torch.utils.data import default_collate
 
-from accmt_trainer import Monitor, Trainer, TrainerConfigError
-from accmt_trainer._legacy import (
+import accmt_trainer
+from accmt import Monitor, Trainer, TrainerConfigError
+from accmt._one_x._trainer_options import (
     ONE_X_POSITIONAL,
     TRACKER_PASS_THROUGHS,
     translate_1x_options,
@@ -218,8 +219,12 @@ def test_the_trainer_takes_a_call_spelling_out_every_1x_default(
     args, options = (list(defaults.values()), {}) if positional else ([], defaults)
     with pytest.warns(DeprecationWarning, match=r"Trainer\(safe_mode=\.\.\.\) has no effect"):
         trainer = Trainer(HPS, tmp_path, *args, **options)
-    assert (trainer.clip_grad, trainer.max_checkpoints, trainer.max_shard_size) == (1.0, 1, "10GB")
-    assert trainer.logging_dir == Path("logs")
+    assert (
+        trainer.step_options.clip_grad,
+        trainer.checkpoint_options.max_checkpoints,
+        trainer.best_model_options.max_shard_size,
+    ) == (1.0, 1, "10GB")
+    assert trainer.logging_options.logging_dir == Path("logs")
     assert trainer.step_options.set_to_none is True
     assert trainer.loader_options.device_placement is True
 
@@ -321,7 +326,11 @@ def test_a_1x_positional_call_builds_the_trainer_with_warnings_at_the_call(
         warnings.simplefilter("always")
         line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
         trainer = Trainer(HPS, tmp_path, "my-run", False, False, 3)  # type: ignore[misc]
-    assert (trainer.track_name, trainer.checkpoint_schedule, trainer.max_checkpoints) == (
+    assert (
+        trainer.logging_options.track_name,
+        trainer.checkpoint_options.schedule,
+        trainer.checkpoint_options.max_checkpoints,
+    ) == (
         "my-run",
         None,
         1,  # multiple_checkpoints=False wins over max_checkpoints, as in 1.x
@@ -344,8 +353,12 @@ def test_a_2x_call_gives_no_warning_and_keeps_its_defaults(tmp_path: Path) -> No
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         trainer = Trainer(hps_config=HPS, model_path=tmp_path, track_name="x", log_every=3)
-    assert (trainer.track_name, trainer.log_every, trainer.clip_grad) == ("x", 3, None)
-    assert trainer.checkpoint_schedule is not None  # "epoch"
+    assert (
+        trainer.logging_options.track_name,
+        trainer.logging_options.log_every,
+        trainer.step_options.clip_grad,
+    ) == ("x", 3, None)
+    assert trainer.checkpoint_options.schedule is not None  # "epoch"
 
 
 def test_an_unknown_keyword_is_a_type_error_naming_it(tmp_path: Path) -> None:
@@ -361,3 +374,12 @@ def test_the_trainer_s_signature_is_its_typed_2x_options() -> None:
     kinds = {parameter.kind for name, parameter in parameters.items()
              if name not in ("hps_config", "model_path")}  # fmt: skip
     assert kinds == {inspect.Parameter.KEYWORD_ONLY}
+
+
+def test_every_1x_name_is_a_2x_option_or_one_accmt_trainer_refuses_naming_its_spelling() -> None:
+    # accmt_trainer's error table and this translation cover the same 1.x names.
+    from accmt_trainer._former_options import FORMER_OPTIONS
+
+    options = set(inspect.signature(accmt_trainer.Trainer).parameters)
+    one_x = {*ONE_X_POSITIONAL, *TRACKER_PASS_THROUGHS, "track_with"}  # README: log_with
+    assert one_x - options == set(FORMER_OPTIONS)

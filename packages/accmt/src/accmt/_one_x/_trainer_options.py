@@ -1,4 +1,4 @@
-"""accmt 1.x's Trainer options, translated to the Trainer's own.
+"""accmt 1.x's Trainer options, translated to accmt-trainer's.
 
 :func:`translate_1x_options` takes what a program gave ``Trainer(hps_config, model_path, ...)``
 after ``model_path`` and returns the options of the 2.x Trainer. Each of accmt 1.9.5.1's options
@@ -19,16 +19,17 @@ refuse. Contradictory spellings (``callback`` and ``callbacks``) raise
 
 from __future__ import annotations
 
-import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ParamSpec, cast
+from typing import Any
 
 import attrs
 import yaml
 from torch.utils.data import default_collate
 
-from ._errors import TrainerConfigError
+import accmt_trainer
+from accmt_trainer import TrainerConfigError
+
 from ._monitor import ONE_X_FLAGS, Monitor, one_x_flags
 
 # accmt 1.9.5.1's Trainer.__init__ after hps_config and model_path, in order: the positional
@@ -51,8 +52,6 @@ ONE_X_POSITIONAL = (
 
 # 1.x's only tracker was MLflow; its **kwargs went to MLflow's tracker as these.
 TRACKER_PASS_THROUGHS = ("run_id", "tags", "nested_run", "run_name", "description")
-
-P = ParamSpec("P")
 
 # accmt 1.x's Monitor flags (a dict or YAML file of them was its Trainer's monitor=).
 _MONITOR_FLAGS = (
@@ -154,7 +153,7 @@ def _callback(value: Any, given: Mapping[str, Any]) -> Translation:
 
 
 def _monitor(value: Any, given: Mapping[str, Any]) -> Translation:
-    if value is None or isinstance(value, Monitor):
+    if value is None or isinstance(value, accmt_trainer.Monitor):
         return Translation({} if value is None else {"monitor": value})
     config = value
     if isinstance(value, str):
@@ -287,18 +286,3 @@ def _tracker_pass_throughs(given: Mapping[str, Any], result: dict[str, Any]) -> 
         f"Trainer(tracker_init_kwargs={{'mlflow': {{'{name}': ...}}}})"
         for name in passed
     ]
-
-
-def accepts_1x_options(init: Callable[P, None]) -> Callable[P, None]:
-    """Let ``init`` (the Trainer's ``__init__``, whose options after ``model_path`` are
-    keyword-only) also take accmt 1.x's calls: positional options in 1.9.5.1's order and 1.x's
-    keywords, translated by :func:`translate_1x_options` with their warnings pointing at the
-    caller's line. The signature seen by type checkers and ``inspect`` stays ``init``'s; a name
-    that is neither 1.x's nor 2.x's is refused by ``init`` itself, as Python would."""
-
-    @functools.wraps(init)
-    def wrapper(self: Any, hps_config: Any, model_path: Any, *args: Any, **options: Any) -> None:
-        translated = translate_1x_options(args, options, stacklevel=1)
-        cast(Callable[..., None], init)(self, hps_config, model_path, **translated)
-
-    return cast(Callable[P, None], wrapper)

@@ -30,7 +30,7 @@ from ._progress import TrialProgress
 from ._report import table, write_csv, write_plots
 from ._resolve import TrialConfig, resolve
 from ._result import SearchResult
-from ._signals import StopSignals
+from ._signals import StopRequest
 from ._space import Space
 from ._study import (
     RECORD,
@@ -71,7 +71,7 @@ class SearchRun:
     setup: TrialSetup
     space: Space
     options: Options
-    signals: StopSignals
+    signals: StopRequest
 
     def execute(self, plan: TrialPlan, trial: optuna.Trial | None) -> TrialOutcome:
         """Run ``plan`` on this process with the others; tidy its folder once it ended."""
@@ -228,7 +228,12 @@ class Lead:
         config.hps.to_yaml(options.output_dir / "best_hps.yaml")
         if options.plots:
             write_plots(self.study, options.output_dir / "plots")
-        print(f"best trials of {finished} finished (of {options.n_trials}):\n{table(self.study)}")
+        logger.info(
+            "accmt_search: best trials of %d finished (of %d):\n%s",
+            finished,
+            options.n_trials,
+            table(self.study),
+        )
         if interrupted:
             logger.warning(
                 "accmt_search: interrupted after %d of %d trials; run optimize again to continue",

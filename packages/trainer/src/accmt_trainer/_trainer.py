@@ -43,6 +43,7 @@ from ._option_checks import (
     positive_int,
 )
 from ._owners import build_loop
+from ._process_group import ProcessGroupScope, finish_trackers
 from ._sanity_check import check_datasets, check_module, check_names, check_writable
 from ._saving_rules import SavingRule, parse_rule
 from ._setup import (
@@ -220,12 +221,14 @@ class Trainer:
         the same folder fails at once, naming the holder."""
         check_module(module)
         train_data = training_data(train_dataset, self.hps.max_steps)
-        self.accelerator = make_accelerator(self.accelerator_options())
-        if self.seed is not None:
-            set_seed(self.seed)
-        check_writable(self._folders())
-        with FolderLock(self.model_path, self.accelerator):
-            return self._fit(module, (train_data, named_sets(val_dataset)))
+        with ProcessGroupScope() as process_group:  # torn down if this fit made it
+            self.accelerator = make_accelerator(self.accelerator_options())
+            process_group.keep.append(self.accelerator)
+            if self.seed is not None:
+                set_seed(self.seed)
+            check_writable(self._folders())
+            with FolderLock(self.model_path, self.accelerator):
+                return self._fit(module, (train_data, named_sets(val_dataset)))
 
     def _fit(
         self, module: AcceleratorModule, datasets: tuple[Dataset[Any] | Stages, dict[str, Any]]
@@ -394,6 +397,6 @@ class Trainer:
             raise
         finally:
             loop.owners.progress.close()
-            self.accelerator.end_training()
+            finish_trackers(self.accelerator)
             self._optimizer_step = None
         return loop.state

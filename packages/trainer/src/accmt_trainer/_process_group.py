@@ -1,0 +1,68 @@
+"""A run leaves the process group as it found it: it tears down only what it created.
+
+Accelerate's ``end_training`` finishes the trackers and destroys the default process group,
+whoever made it: after it, a gather fails and a second ``fit`` in the same job cannot start. A
+:class:`ProcessGroupScope` notes whether a ``torch.distributed`` group exists when it is entered
+(the user's, a search's, a previous Accelerator's); on exit it destroys the group only if the
+group appeared inside the block, and then resets Accelerate's per-process state, so that the
+next ``Accelerator`` (or ``PartialState``) in this process makes a new one.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+import torch.distributed
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState
+
+
+def group_exists() -> bool:
+    """Whether this process has an initialised default ``torch.distributed`` group."""
+    return bool(torch.distributed.is_available() and torch.distributed.is_initialized())
+
+
+def finish_trackers(accelerator: Accelerator) -> None:
+    """The trackers' half of ``Accelerator.end_training``: every tracker finishes."""
+    for tracker in accelerator.trackers:
+        tracker.finish()
+
+
+class ProcessGroupScope:
+    """Tears down, on exit, the process group made inside the block, and only that one.
+
+    ``keep`` names the Accelerators made inside the block that are still read after it (a
+    Trainer's ``accelerator``: its process index and number of processes): each keeps a copy of
+    Accelerate's state as it was, since resetting the state empties the one every Accelerator of
+    the process shares.
+    """
+
+    def __init__(self) -> None:
+        self.found = group_exists()
+        self.keep: list[Accelerator] = []
+
+    @property
+    def created(self) -> bool:
+        """Whether a group exists now that did not when the scope was entered."""
+        return not self.found and group_exists()
+
+    def __enter__(self) -> ProcessGroupScope:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if not self.created:
+            return
+        if kind is None:
+            # Every process ends the block together; after an error, the others may never come.
+            torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+        for accelerator in self.keep:
+            # AcceleratorState shares one dict between its instances (Accelerate's singleton):
+            # this Accelerator's own copy outlives the reset below.
+            accelerator.state.__dict__ = dict(accelerator.state.__dict__)
+        AcceleratorState._reset_state(reset_partial_state=True)

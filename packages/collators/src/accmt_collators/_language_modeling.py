@@ -184,13 +184,20 @@ class DataCollatorForLanguageModeling(SeededCollator):
     ) -> Ragged:
         rows = Ragged.from_rows(self.padder.column(features, key, path), self._owner, (*path, key))
         if not rows.same_lengths_as(group.ids):
-            raise CollatorError(f"{self._owner}: samples[*]{place((*path, key))} must have one "
-                                "entry per token of input_ids")  # fmt: skip
+            raise CollatorError(
+                f"{self._owner}: samples[*]{place((*path, key))} must have one "
+                "entry per token of input_ids"
+            )
         return rows
 
     def _options(self) -> dict[str, Any]:
-        return {**super()._options(), "mlm": self.mlm, "mlm_probability": self.mlm_probability,
-                "whole_word_mask": self.whole_word_mask, "seed": self.seed}  # fmt: skip
+        return {
+            **super()._options(),
+            "mlm": self.mlm,
+            "mlm_probability": self.mlm_probability,
+            "whole_word_mask": self.whole_word_mask,
+            "seed": self.seed,
+        }
 
 
 class DataCollatorForWholeWordMask(DataCollatorForLanguageModeling):
@@ -222,10 +229,18 @@ class DataCollatorForWholeWordMask(DataCollatorForLanguageModeling):
         seed: int | None = None,
     ) -> None:
         if not mlm:
-            raise CollatorError("DataCollatorForWholeWordMask: mlm must be True (whole-word "
-                                "masking is masked language modeling)")  # fmt: skip
+            raise CollatorError(
+                "DataCollatorForWholeWordMask: mlm must be True (whole-word "
+                "masking is masked language modeling)"
+            )
         super().__init__(
-            tokenizer, mlm, mlm_probability, pad_to_multiple_of, return_tensors,
-            mask_replace_prob=mask_replace_prob, random_replace_prob=random_replace_prob,
-            whole_word_mask=True, seed=seed,
-        )  # fmt: skip
+            tokenizer,
+            mlm,
+            mlm_probability,
+            pad_to_multiple_of,
+            return_tensors,
+            mask_replace_prob=mask_replace_prob,
+            random_replace_prob=random_replace_prob,
+            whole_word_mask=True,
+            seed=seed,
+        )

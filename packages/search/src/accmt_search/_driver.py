@@ -154,8 +154,10 @@ class Lead:
         logger.info(
             "accmt_search: %d of %d trials finished; waiting for trials %s running elsewhere "
             "(a trial whose process died is failed and retried after the grace period)",
-            tally.finished, self.run.options.n_trials, list(tally.running),
-        )  # fmt: skip
+            tally.finished,
+            self.run.options.n_trials,
+            list(tally.running),
+        )
         # Followers wait in a collective: a message now and then keeps its timeout away.
         self.run.link.broadcast(("wait", None))
         time.sleep(self.run.options.poll_seconds)
@@ -237,8 +239,9 @@ class Lead:
         if interrupted:
             logger.warning(
                 "accmt_search: interrupted after %d of %d trials; run optimize again to continue",
-                finished, options.n_trials,
-            )  # fmt: skip
+                finished,
+                options.n_trials,
+            )
         return SearchResult(
             value=float(best.value),  # type: ignore[arg-type]
             params=dict(best.params),
@@ -266,8 +269,10 @@ class Lead:
                 ) from error
             logger.warning(
                 "accmt_search: trial %d does not fit the space any more (%s); its "
-                "configuration is read from the study", trial.number, error,
-            )  # fmt: skip
+                "configuration is read from the study",
+                trial.number,
+                error,
+            )
             hps = HyperParameters.from_dict(record["hps"])
             return TrialConfig(hps, dict(record.get("module_kwargs") or {}))
 

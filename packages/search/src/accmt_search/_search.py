@@ -100,9 +100,12 @@ class HyperParameterSearch:
             options = {**TRIAL_DEFAULTS, **self.trainer_kwargs}
             callbacks = [fresh_copy(callback) for callback in options.pop("callbacks", ())]
             Trainer(
-                HyperParameters(), self.output_dir, metrics=self.metrics, callbacks=callbacks,
+                HyperParameters(),
+                self.output_dir,
+                metrics=self.metrics,
+                callbacks=callbacks,
                 **options,
-            )  # fmt: skip
+            )
         except TypeError as error:
             raise SearchConfigError(f"HyperParameterSearch(**trainer_kwargs): {error}") from None
 

@@ -39,7 +39,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
     wherever the token is the pad token, as in transformers (a model shifts them itself).
     ``whole_word_mask=True`` chooses whole words (see :class:`DataCollatorForWholeWordMask`).
 
-    Samples are tokenized mappings (nested in dicts, tuples and lists as in accmt 1.x), or
+    Samples are tokenized mappings (nested in dicts, tuples and lists, to any depth), or
     bare token sequences (lists of ints, 1-D tensors or arrays). A ``special_tokens_mask`` in
     the samples says which tokens are special; else the tokenizer's special ids do.
 
@@ -203,8 +203,8 @@ class DataCollatorForLanguageModeling(SeededCollator):
 class DataCollatorForWholeWordMask(DataCollatorForLanguageModeling):
     """Masked language modeling that chooses whole words: all tokens of a word or none.
 
-    accmt 1.x's (and transformers 4's) collator of this name; transformers 5 folded it into
-    ``DataCollatorForLanguageModeling(whole_word_mask=True)``, which this is. Each word is
+    ``DataCollatorForLanguageModeling(whole_word_mask=True)`` under its own name (the name
+    transformers 4 gave it; transformers 5 has only the argument). Each word is
     chosen with ``mlm_probability``; each token of a chosen word then follows the
     80/10/10 rule (``mask_replace_prob``, ``random_replace_prob``; transformers 5 masks every
     chosen token: pass ``mask_replace_prob=1.0`` for that).

@@ -1,4 +1,4 @@
-"""accmt 1.x's walk through a sample's structure: dicts, tuples and lists, to any depth.
+"""The walk through a sample's structure: dicts, tuples and lists, to any depth.
 
 Each place that holds a tokenized mapping (a mapping with ``input_ids``) is padded on its own
 by the collator; every other leaf goes through torch's ``default_collate``. So a dataset item

@@ -60,9 +60,24 @@ class ProcessGroupScope:
         if kind is None:
             # Every process ends the block together; after an error, the others may never come.
             torch.distributed.barrier()
-        torch.distributed.destroy_process_group()
+        _destroy_default_group()
         for accelerator in self.keep:
             # AcceleratorState shares one dict between its instances (Accelerate's singleton):
             # this Accelerator's own copy outlives the reset below.
             accelerator.state.__dict__ = dict(accelerator.state.__dict__)
         AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def _destroy_default_group() -> None:
+    """``destroy_process_group``, keeping torch's count of the groups made so far.
+
+    torch names the default group after that count, which ``destroy_process_group`` sets back
+    to 0: a group made again in this job would reuse the first one's keys in the launcher's
+    store (torchrun keeps one for the whole job), and gloo could read a peer's stale address and
+    wait for it forever. Every process made the same groups in the same order, so they agree on
+    the count kept, and the next group gets keys of its own.
+    """
+    world = torch.distributed.distributed_c10d._world
+    count = world.group_count
+    torch.distributed.destroy_process_group()
+    world.group_count = count

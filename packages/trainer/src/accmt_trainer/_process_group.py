@@ -3,9 +3,10 @@
 Accelerate's ``end_training`` finishes the trackers and destroys the default process group,
 whoever made it: after it, a gather fails and a second ``fit`` in the same job cannot start. A
 :class:`ProcessGroupScope` notes whether a ``torch.distributed`` group exists when it is entered
-(the user's, a search's, a previous Accelerator's); on exit it destroys the group only if the
-group appeared inside the block, and then resets Accelerate's per-process state, so that the
-next ``Accelerator`` (or ``PartialState``) in this process makes a new one.
+(the user's, a search's, a previous Accelerator's). On exit it finishes the trackers of the
+Accelerators it owns, and destroys the group only if the group appeared inside the block; then
+it resets Accelerate's per-process state, so that the next ``Accelerator`` (or
+``PartialState``) in this process makes a new group.
 """
 
 from __future__ import annotations
@@ -22,24 +23,19 @@ def group_exists() -> bool:
     return bool(torch.distributed.is_available() and torch.distributed.is_initialized())
 
 
-def finish_trackers(accelerator: Accelerator) -> None:
-    """The trackers' half of ``Accelerator.end_training``: every tracker finishes."""
-    for tracker in accelerator.trackers:
-        tracker.finish()
-
-
 class ProcessGroupScope:
-    """Tears down, on exit, the process group made inside the block, and only that one.
-
-    ``keep`` names the Accelerators made inside the block that are still read after it (a
-    Trainer's ``accelerator``: its process index and number of processes): each keeps a copy of
-    Accelerate's state as it was, since resetting the state empties the one every Accelerator of
-    the process shares.
-    """
+    """Tears down, on exit, what was made inside the block, and only that."""
 
     def __init__(self) -> None:
         self.found = group_exists()
-        self.keep: list[Accelerator] = []
+        self.owned: list[Accelerator] = []
+
+    def own(self, accelerator: Accelerator) -> Accelerator:
+        """An Accelerator made inside the block, and read after it (a Trainer's
+        ``accelerator``). Its trackers finish on exit, and it keeps answering its process index
+        and number of processes once Accelerate's shared state is reset."""
+        self.owned.append(accelerator)
+        return accelerator
 
     @property
     def created(self) -> bool:
@@ -55,16 +51,25 @@ class ProcessGroupScope:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if not self.created:
-            return
-        if kind is None:
+        try:
+            for accelerator in self.owned:
+                # The trackers' half of Accelerator.end_training.
+                for tracker in accelerator.trackers:
+                    tracker.finish()
+        finally:
+            if self.created:
+                self._tear_down(ended_well=kind is None)
+
+    def _tear_down(self, ended_well: bool) -> None:
+        if ended_well:
             # Every process ends the block together; after an error, the others may never come.
             torch.distributed.barrier()
         _destroy_default_group()
-        for accelerator in self.keep:
+        for accelerator in self.owned:
             # AcceleratorState shares one dict between its instances (Accelerate's singleton):
             # this Accelerator's own copy outlives the reset below.
             accelerator.state.__dict__ = dict(accelerator.state.__dict__)
+        # Accelerate has no public way to forget its per-process state.
         AcceleratorState._reset_state(reset_partial_state=True)
 
 

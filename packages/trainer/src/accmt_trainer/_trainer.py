@@ -43,7 +43,7 @@ from ._option_checks import (
     positive_int,
 )
 from ._owners import build_loop
-from ._process_group import ProcessGroupScope, finish_trackers
+from ._process_group import ProcessGroupScope
 from ._sanity_check import check_datasets, check_module, check_names, check_writable
 from ._saving_rules import SavingRule, parse_rule
 from ._setup import (
@@ -222,8 +222,7 @@ class Trainer:
         check_module(module)
         train_data = training_data(train_dataset, self.hps.max_steps)
         with ProcessGroupScope() as process_group:  # torn down if this fit made it
-            self.accelerator = make_accelerator(self.accelerator_options())
-            process_group.keep.append(self.accelerator)
+            self.accelerator = process_group.own(make_accelerator(self.accelerator_options()))
             if self.seed is not None:
                 set_seed(self.seed)
             check_writable(self._folders())
@@ -397,6 +396,5 @@ class Trainer:
             raise
         finally:
             loop.owners.progress.close()
-            finish_trackers(self.accelerator)
             self._optimizer_step = None
         return loop.state

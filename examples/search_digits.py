@@ -15,6 +15,7 @@ trials left (a cut-off trial resumes from its checkpoint). At the end, ``<output
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--epochs", type=int, default=8)
     args = parser.parse_args()
+    # The search logs its table of the best trials at INFO, on the "accmt_search" logger.
+    logging.basicConfig(format="%(message)s")
+    logging.getLogger("accmt_search").setLevel(logging.INFO)
 
     train, valid = digits()
     search = HyperParameterSearch(

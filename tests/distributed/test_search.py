@@ -47,3 +47,13 @@ def test_both_processes_train_the_same_trials_and_the_study_has_n_trials(tmp_pat
         assert line["hidden"] == trial.params["module.hidden"]
     steps = [line["global_step"] for line in ranks[0]]
     assert steps == [2 * STEPS_PER_EPOCH, STEPS_PER_EPOCH, 2 * STEPS_PER_EPOCH]
+
+
+def test_a_fit_after_the_search_in_the_same_job_trains_on_both_processes(tmp_path: Path) -> None:
+    """The search made the process group, and left none behind; the fit makes its own."""
+    out = tmp_path / "search"
+    torchrun(str(WORKER), 2, str(out), "--trials", "1", "--epochs", "1", "--then-fit")
+    assert [line["global_step"] for line in trained(out, 0)] == [STEPS_PER_EPOCH]
+    for rank in range(2):
+        after = json.loads((out / f"after_rank{rank}.json").read_text())
+        assert after == {"world": 2, "global_step": STEPS_PER_EPOCH}

@@ -4,6 +4,7 @@ pruning through the Trainer's stop request, failures recorded, Ctrl-C resumable,
 from __future__ import annotations
 
 import csv
+import logging
 import math
 import os
 import signal
@@ -87,8 +88,9 @@ def search(data: Data, folder: Path, build: Any = None, **options: Any) -> Hyper
 
 
 def test_each_trial_trains_in_its_folder_and_the_best_is_written(
-    data: Data, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    data: Data, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="accmt_search")
     build = Builds()
     found = search(data, tmp_path, build, seed=0, log_with="tensorboard")
     result = found.optimize(
@@ -120,7 +122,7 @@ def test_each_trial_trains_in_its_folder_and_the_best_is_written(
     assert {"params_learning_rate", "params_module.hidden", "optimizer_steps"} <= set(rows[0])
     for plot in ("optimization_history", "param_importances", "parallel_coordinate"):
         assert (tmp_path / "plots" / f"{plot}.png").stat().st_size > 1000
-    table = capsys.readouterr().out
+    (table,) = [r.getMessage() for r in caplog.records if "best trials of" in r.getMessage()]
     assert "best trials of 3 finished (of 3)" in table
     assert table.splitlines()[2].split()[0] == str(best.number)
 

@@ -7,6 +7,7 @@ sharing one study, or one search on two processes (tests/distributed/test_search
         [--prune-trial T] [--fail-trial T]    prune trial T at its first evaluation; make
                                               trial T raise in on_fit_start
         [--barrier DIR --workers W]           wait until W workers are ready, then search
+        [--then-fit]                          after the search, one Trainer.fit in OUT/after
 
 Every process appends one JSON line per trial it trained to OUT/trained_rank<R>.jsonl: the
 trial's folder, the HyperParameters and module argument it trained with, where it resumed
@@ -33,6 +34,7 @@ from _data import DigitsMLP, PruneTrial, digits
 from accmt_callbacks import Callback
 from accmt_metrics import Accuracy
 from accmt_search import HyperParameterSearch
+from accmt_trainer import HyperParameters, Trainer
 
 
 class Record(Callback):
@@ -99,6 +101,7 @@ def main() -> None:
     parser.add_argument("--fail-trial", type=int)
     parser.add_argument("--barrier", type=Path)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--then-fit", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -128,6 +131,18 @@ def main() -> None:
     )  # fmt: skip
     summary: dict[str, Any] = {"finished": result.finished, "best": result.trial_number}
     print("RESULT " + json.dumps(summary), flush=True)
+    if args.then_fit:
+        fit_after(args.out, train)
+
+
+def fit_after(out: Path, train: Any) -> None:
+    """A plain fit in the same job, after the search: it makes the process group again."""
+    hps = HyperParameters(epochs=1, batch_size=32, optimizer="SGD", optimizer_kwargs={"lr": 0.1})
+    trainer = Trainer(hps, out / "after", log_with=None, progress_bar=False, cpu=True, seed=0)
+    state = trainer.fit(DigitsMLP(), train)
+    rank = trainer.accelerator.process_index
+    record = {"world": trainer.accelerator.num_processes, "global_step": state.global_step}
+    (out / f"after_rank{rank}.json").write_text(json.dumps(record), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -206,12 +206,12 @@ def plan_launch(options: argparse.Namespace, *, cuda_devices: int) -> LaunchPlan
         environment["OMP_NUM_THREADS"] = str(max((os.cpu_count() or 1) // count, 1))
     accelerate_args = (
         *strategy_args,
-        "--num_processes", str(count),
-        "--num_machines", "1",
-        "--main_process_port", str(_free_port()),
+        *("--num_processes", str(count)),
+        *("--num_machines", "1"),
+        *("--main_process_port", str(_free_port())),
         options.script,
         *options.script_args,
-    )  # fmt: skip
+    )
     return LaunchPlan(accelerate_args, environment, count, cpu)
 
 

@@ -45,15 +45,15 @@ def _ddp(precision: str | None) -> Strategy:
 # accmt 1.x's FSDP files: full sharding, no auto wrap, sharded state dicts.
 _FSDP_ARGS = (
     "--use_fsdp",
-    "--fsdp_sharding_strategy", "FULL_SHARD",
-    "--fsdp_auto_wrap_policy", "NO_WRAP",
-    "--fsdp_backward_prefetch", "BACKWARD_PRE",
-    "--fsdp_state_dict_type", "SHARDED_STATE_DICT",
-    "--fsdp_forward_prefetch", "false",
-    "--fsdp_use_orig_params", "true",
-    "--fsdp_cpu_ram_efficient_loading", "true",
-    "--fsdp_sync_module_states", "true",
-)  # fmt: skip
+    *("--fsdp_sharding_strategy", "FULL_SHARD"),
+    *("--fsdp_auto_wrap_policy", "NO_WRAP"),
+    *("--fsdp_backward_prefetch", "BACKWARD_PRE"),
+    *("--fsdp_state_dict_type", "SHARDED_STATE_DICT"),
+    *("--fsdp_forward_prefetch", "false"),
+    *("--fsdp_use_orig_params", "true"),
+    *("--fsdp_cpu_ram_efficient_loading", "true"),
+    *("--fsdp_sync_module_states", "true"),
+)
 
 
 def _fsdp(precision: str | None, cpu_offload: bool) -> Strategy:

@@ -1,6 +1,6 @@
 """Padding and masking data collators for token sequences, on torch alone.
 
-The six DataCollators of accmt 1.x, with transformers' arguments and defaults but without
+Six DataCollators, with transformers' arguments and defaults but without
 transformers: a tokenizer is anything with the attributes a collator reads (see
 :class:`PaddingTokenizer` and :class:`MaskingTokenizer`). Samples may nest tokenized mappings
 (those holding ``input_ids``) in dicts, tuples and lists; each is padded on its own, the rest

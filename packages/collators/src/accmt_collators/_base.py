@@ -23,8 +23,10 @@ class Collator:
 
     def __init__(self, tokenizer: Any, return_tensors: str) -> None:
         if return_tensors != "pt":
-            raise CollatorError(f"{self._owner}: return_tensors must be 'pt' (accmt-collators "
-                                f"returns torch tensors), got {return_tensors!r}")  # fmt: skip
+            raise CollatorError(
+                f"{self._owner}: return_tensors must be 'pt' (accmt-collators "
+                f"returns torch tensors), got {return_tensors!r}"
+            )
         self.tokenizer = tokenizer
         self.return_tensors = return_tensors
 
@@ -93,5 +95,9 @@ class PaddingCollator(Collator):
             pad_token_id(tokenizer, self._owner)  # say now, not at the first ragged batch
 
     def _options(self) -> dict[str, Any]:
-        return {**super()._options(), "padding": self.padding, "max_length": self.max_length,
-                "pad_to_multiple_of": self.pad_to_multiple_of}  # fmt: skip
+        return {
+            **super()._options(),
+            "padding": self.padding,
+            "max_length": self.max_length,
+            "pad_to_multiple_of": self.pad_to_multiple_of,
+        }

@@ -127,8 +127,9 @@ def _at(table: torch.Tensor, places: torch.Tensor) -> torch.Tensor:
     return table[places.clamp(min=0)]
 
 
-def row_keys(tokens: torch.Tensor, places: torch.Tensor, real: torch.Tensor,
-             salt: int) -> torch.Tensor:  # fmt: skip
+def row_keys(
+    tokens: torch.Tensor, places: torch.Tensor, real: torch.Tensor, salt: int
+) -> torch.Tensor:
     """One key per row of ``tokens`` (rows, length) from its real tokens, their order and
     ``salt``: equal token sequences get equal keys, wherever they sit in a padded batch.
 

@@ -39,7 +39,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
     wherever the token is the pad token, as in transformers (a model shifts them itself).
     ``whole_word_mask=True`` chooses whole words (see :class:`DataCollatorForWholeWordMask`).
 
-    Samples are tokenized mappings (nested in dicts, tuples and lists as in accmt 1.x), or
+    Samples are tokenized mappings (nested in dicts, tuples and lists, to any depth), or
     bare token sequences (lists of ints, 1-D tensors or arrays). A ``special_tokens_mask`` in
     the samples says which tokens are special; else the tokenizer's special ids do.
 
@@ -184,20 +184,27 @@ class DataCollatorForLanguageModeling(SeededCollator):
     ) -> Ragged:
         rows = Ragged.from_rows(self.padder.column(features, key, path), self._owner, (*path, key))
         if not rows.same_lengths_as(group.ids):
-            raise CollatorError(f"{self._owner}: samples[*]{place((*path, key))} must have one "
-                                "entry per token of input_ids")  # fmt: skip
+            raise CollatorError(
+                f"{self._owner}: samples[*]{place((*path, key))} must have one "
+                "entry per token of input_ids"
+            )
         return rows
 
     def _options(self) -> dict[str, Any]:
-        return {**super()._options(), "mlm": self.mlm, "mlm_probability": self.mlm_probability,
-                "whole_word_mask": self.whole_word_mask, "seed": self.seed}  # fmt: skip
+        return {
+            **super()._options(),
+            "mlm": self.mlm,
+            "mlm_probability": self.mlm_probability,
+            "whole_word_mask": self.whole_word_mask,
+            "seed": self.seed,
+        }
 
 
 class DataCollatorForWholeWordMask(DataCollatorForLanguageModeling):
     """Masked language modeling that chooses whole words: all tokens of a word or none.
 
-    accmt 1.x's (and transformers 4's) collator of this name; transformers 5 folded it into
-    ``DataCollatorForLanguageModeling(whole_word_mask=True)``, which this is. Each word is
+    ``DataCollatorForLanguageModeling(whole_word_mask=True)`` under its own name (the name
+    transformers 4 gave it; transformers 5 has only the argument). Each word is
     chosen with ``mlm_probability``; each token of a chosen word then follows the
     80/10/10 rule (``mask_replace_prob``, ``random_replace_prob``; transformers 5 masks every
     chosen token: pass ``mask_replace_prob=1.0`` for that).
@@ -222,10 +229,18 @@ class DataCollatorForWholeWordMask(DataCollatorForLanguageModeling):
         seed: int | None = None,
     ) -> None:
         if not mlm:
-            raise CollatorError("DataCollatorForWholeWordMask: mlm must be True (whole-word "
-                                "masking is masked language modeling)")  # fmt: skip
+            raise CollatorError(
+                "DataCollatorForWholeWordMask: mlm must be True (whole-word "
+                "masking is masked language modeling)"
+            )
         super().__init__(
-            tokenizer, mlm, mlm_probability, pad_to_multiple_of, return_tensors,
-            mask_replace_prob=mask_replace_prob, random_replace_prob=random_replace_prob,
-            whole_word_mask=True, seed=seed,
-        )  # fmt: skip
+            tokenizer,
+            mlm,
+            mlm_probability,
+            pad_to_multiple_of,
+            return_tensors,
+            mask_replace_prob=mask_replace_prob,
+            random_replace_prob=random_replace_prob,
+            whole_word_mask=True,
+            seed=seed,
+        )

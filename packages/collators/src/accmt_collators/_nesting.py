@@ -1,4 +1,4 @@
-"""accmt 1.x's walk through a sample's structure: dicts, tuples and lists, to any depth.
+"""The walk through a sample's structure: dicts, tuples and lists, to any depth.
 
 Each place that holds a tokenized mapping (a mapping with ``input_ids``) is padded on its own
 by the collator; every other leaf goes through torch's ``default_collate``. So a dataset item
@@ -81,8 +81,10 @@ class StructureWalk:
     def _column(self, values: Sequence[Mapping[str, Any]], key: Any, path: Path) -> list[Any]:
         for index, value in enumerate(values):
             if key not in value:
-                raise CollatorError(f"{self.owner}: samples[{index}]{place(path)} lacks the key "
-                                    f"{key!r} that samples[0]{place(path)} has")  # fmt: skip
+                raise CollatorError(
+                    f"{self.owner}: samples[{index}]{place(path)} lacks the key "
+                    f"{key!r} that samples[0]{place(path)} has"
+                )
         return [value[key] for value in values]
 
     def _check_lengths(self, values: Sequence[Sequence[Any]], path: Path) -> None:

@@ -43,16 +43,20 @@ class PaddingPlan:
         # PaddingStrategy of transformers is a str enum: its members compare equal to these.
         strategy = _STRATEGIES.get(padding if isinstance(padding, bool) else str(padding))
         if strategy is None:
-            raise CollatorError(f"{owner}: padding must be True, 'longest', 'max_length', "
-                                f"False or 'do_not_pad', got {padding!r}")  # fmt: skip
+            raise CollatorError(
+                f"{owner}: padding must be True, 'longest', 'max_length', "
+                f"False or 'do_not_pad', got {padding!r}"
+            )
         self.strategy: Strategy = strategy
         self.max_length = optional_positive(owner, "max_length", max_length)
         self.multiple = optional_positive(owner, "pad_to_multiple_of", pad_to_multiple_of)
         if strategy == "max_length" and max_length is None:
             self.max_length = model_max_length(tokenizer)
             if self.max_length is None:
-                raise CollatorError(f"{owner}: padding='max_length' needs max_length=..., and "
-                                    "the tokenizer sets no model_max_length")  # fmt: skip
+                raise CollatorError(
+                    f"{owner}: padding='max_length' needs max_length=..., and "
+                    "the tokenizer sets no model_max_length"
+                )
 
     @property
     def pads(self) -> bool:

@@ -106,8 +106,12 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         # behind it (one identity and what follows), not its values.
         target_mapping = torch.zeros((len(keys), length, length))
         target_mapping.diagonal(dim1=1, dim2=2).fill_(1)
-        return {"input_ids": inputs, "perm_mask": perm_mask,
-                "target_mapping": target_mapping, "labels": labels}  # fmt: skip
+        return {
+            "input_ids": inputs,
+            "perm_mask": perm_mask,
+            "target_mapping": target_mapping,
+            "labels": labels,
+        }
 
     def _spans(
         self, ids: Ragged, keys: torch.Tensor, length: int, side: PaddingSide
@@ -140,5 +144,9 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         return torch.cat([permutation, permutation + half], dim=1)
 
     def _options(self) -> dict[str, Any]:
-        return {**super()._options(), "plm_probability": self.plm_probability,
-                "max_span_length": self.max_span_length, "seed": self.seed}  # fmt: skip
+        return {
+            **super()._options(),
+            "plm_probability": self.plm_probability,
+            "max_span_length": self.max_span_length,
+            "seed": self.seed,
+        }

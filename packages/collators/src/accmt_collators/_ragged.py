@@ -137,5 +137,6 @@ class Ragged:
 
 
 def _unreadable(owner: str, path: Path, error: Exception) -> CollatorError:
-    return CollatorError(f"{owner}: samples[*]{place(path)} cannot be read as rows of "
-                         f"integers ({error})")  # fmt: skip
+    return CollatorError(
+        f"{owner}: samples[*]{place(path)} cannot be read as rows of integers ({error})"
+    )

@@ -31,8 +31,7 @@ class EpochSeed:
 
     def set_epoch(self, epoch: int) -> None:
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise CollatorError(f"{self.owner}.set_epoch: epoch must be an int >= 0, "
-                                f"got {epoch!r}")  # fmt: skip
+            raise CollatorError(f"{self.owner}.set_epoch: epoch must be an int >= 0, got {epoch!r}")
         if self.seed is None:
             # The global generator's seed: what the Trainer's seed= (or torch.manual_seed) set.
             self.seed = torch.initial_seed()

@@ -60,8 +60,10 @@ class DataCollatorForSeq2Seq(PaddingCollator):
     def _pad_labels(self, labels: list[Any], path: Path) -> torch.Tensor:
         missing = [index for index, label in enumerate(labels) if label is None]
         if missing:
-            raise CollatorError(f"{self._owner}: samples[{missing[0]}]{place(path)} is None, "
-                                "but other samples have labels")  # fmt: skip
+            raise CollatorError(
+                f"{self._owner}: samples[{missing[0]}]{place(path)} is None, "
+                "but other samples have labels"
+            )
         rows = Ragged.from_rows(labels, self._owner, path)
         if not self.plan.pads and len(set(rows.lengths)) > 1:
             raise CollatorError(
@@ -87,5 +89,8 @@ class DataCollatorForSeq2Seq(PaddingCollator):
         return self.plan.round_up(longest)
 
     def _options(self) -> dict[str, Any]:
-        return {**super()._options(), "model": self.model,
-                "label_pad_token_id": self.label_pad_token_id}  # fmt: skip
+        return {
+            **super()._options(),
+            "model": self.model,
+            "label_pad_token_id": self.label_pad_token_id,
+        }

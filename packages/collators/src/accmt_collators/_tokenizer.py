@@ -19,9 +19,14 @@ from ._errors import CollatorError
 _NO_LIMIT = 10**20
 # The attributes a tokenizer may name special tokens by, when it has no ``all_special_ids``.
 _SPECIAL_ID_ATTRIBUTES = (
-    "pad_token_id", "mask_token_id", "cls_token_id", "sep_token_id",
-    "bos_token_id", "eos_token_id", "unk_token_id",
-)  # fmt: skip
+    "pad_token_id",
+    "mask_token_id",
+    "cls_token_id",
+    "sep_token_id",
+    "bos_token_id",
+    "eos_token_id",
+    "unk_token_id",
+)
 
 PaddingSide = Literal["left", "right"]
 
@@ -64,8 +69,9 @@ def pad_token_id(tokenizer: PaddingTokenizer, owner: str) -> int:
 def padding_side(tokenizer: PaddingTokenizer, owner: str) -> PaddingSide:
     side = getattr(tokenizer, "padding_side", "right")
     if side not in ("left", "right"):
-        raise CollatorError(f"{owner}: tokenizer.padding_side must be 'left' or 'right', "
-                            f"got {side!r}")  # fmt: skip
+        raise CollatorError(
+            f"{owner}: tokenizer.padding_side must be 'left' or 'right', got {side!r}"
+        )
     return "left" if side == "left" else "right"
 
 
@@ -121,8 +127,10 @@ def vocabulary_size(tokenizer: Any, owner: str) -> int:
         size = getattr(tokenizer, "vocab_size", None)
         if isinstance(size, int) and size > 0:
             return size
-    raise CollatorError(f"{owner}: random replacements need the vocabulary size; the "
-                        "tokenizer has neither len() nor vocab_size")  # fmt: skip
+    raise CollatorError(
+        f"{owner}: random replacements need the vocabulary size; the "
+        "tokenizer has neither len() nor vocab_size"
+    )
 
 
 def continuation_flags(tokenizer: Any, size: int, owner: str) -> Sequence[bool]:

@@ -25,7 +25,7 @@ class DataCollatorWithPadding(PaddingCollator):
         return_tensors: ``"pt"`` only.
 
     A ``label`` or ``label_ids`` key is renamed ``labels``. Samples may nest tokenized
-    mappings in dicts, tuples and lists (accmt 1.x): each is padded on its own.
+    mappings in dicts, tuples and lists, to any depth: each is padded on its own.
     """
 
     def __init__(

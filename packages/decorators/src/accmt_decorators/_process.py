@@ -45,8 +45,13 @@ class ProcessInfo:
         "process_index",
         "source",
     )
-    _FIELDS = ("process_index", "local_process_index", "num_processes", "num_local_processes",
-               "source")  # fmt: skip
+    _FIELDS = (
+        "process_index",
+        "local_process_index",
+        "num_processes",
+        "num_local_processes",
+        "source",
+    )
 
     process_index: int
     local_process_index: int

@@ -30,7 +30,7 @@ from ._progress import TrialProgress
 from ._report import table, write_csv, write_plots
 from ._resolve import TrialConfig, resolve
 from ._result import SearchResult
-from ._signals import StopSignals
+from ._signals import StopRequest
 from ._space import Space
 from ._study import (
     RECORD,
@@ -71,7 +71,7 @@ class SearchRun:
     setup: TrialSetup
     space: Space
     options: Options
-    signals: StopSignals
+    signals: StopRequest
 
     def execute(self, plan: TrialPlan, trial: optuna.Trial | None) -> TrialOutcome:
         """Run ``plan`` on this process with the others; tidy its folder once it ended."""
@@ -154,8 +154,10 @@ class Lead:
         logger.info(
             "accmt_search: %d of %d trials finished; waiting for trials %s running elsewhere "
             "(a trial whose process died is failed and retried after the grace period)",
-            tally.finished, self.run.options.n_trials, list(tally.running),
-        )  # fmt: skip
+            tally.finished,
+            self.run.options.n_trials,
+            list(tally.running),
+        )
         # Followers wait in a collective: a message now and then keeps its timeout away.
         self.run.link.broadcast(("wait", None))
         time.sleep(self.run.options.poll_seconds)
@@ -228,12 +230,18 @@ class Lead:
         config.hps.to_yaml(options.output_dir / "best_hps.yaml")
         if options.plots:
             write_plots(self.study, options.output_dir / "plots")
-        print(f"best trials of {finished} finished (of {options.n_trials}):\n{table(self.study)}")
+        logger.info(
+            "accmt_search: best trials of %d finished (of %d):\n%s",
+            finished,
+            options.n_trials,
+            table(self.study),
+        )
         if interrupted:
             logger.warning(
                 "accmt_search: interrupted after %d of %d trials; run optimize again to continue",
-                finished, options.n_trials,
-            )  # fmt: skip
+                finished,
+                options.n_trials,
+            )
         return SearchResult(
             value=float(best.value),  # type: ignore[arg-type]
             params=dict(best.params),
@@ -261,8 +269,10 @@ class Lead:
                 ) from error
             logger.warning(
                 "accmt_search: trial %d does not fit the space any more (%s); its "
-                "configuration is read from the study", trial.number, error,
-            )  # fmt: skip
+                "configuration is read from the study",
+                trial.number,
+                error,
+            )
             hps = HyperParameters.from_dict(record["hps"])
             return TrialConfig(hps, dict(record.get("module_kwargs") or {}))
 

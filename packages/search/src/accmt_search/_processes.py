@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
 from typing import Any, TypeVar
 
-from accelerate import DistributedType, PartialState
+from accelerate import PartialState
 from accelerate.utils import broadcast_object_list, gather_object
 
 from accmt_trainer import use_cpu
 
 T = TypeVar("T")
-_FORK_LAUNCHED = "FORK_LAUNCHED"
 
 
 class ProcessLink:
@@ -48,34 +44,6 @@ class ProcessLink:
     @property
     def num_processes(self) -> int:
         return int(self.state.num_processes)
-
-    @contextlib.contextmanager
-    def kept(self) -> Iterator[None]:
-        """Keep the process group alive across trials.
-
-        ``Trainer.fit`` ends with ``Accelerator.end_training``, which destroys the process group:
-        the next trial could neither train nor hear the main process. Accelerate skips that for
-        a job its notebook launcher forked (``FORK_LAUNCHED``, read each time its state is
-        made); the search sets it while it runs and puts it back after, leaving the group to the
-        user's script (a Trainer fit after the search still works).
-        """
-        if self.num_processes == 1 or self.state.distributed_type == DistributedType.XLA:
-            yield
-            return
-        previous = os.environ.get(_FORK_LAUNCHED)
-        os.environ[_FORK_LAUNCHED] = "1"
-        try:
-            yield
-        finally:
-            if previous is None:
-                os.environ.pop(_FORK_LAUNCHED, None)
-            else:
-                os.environ[_FORK_LAUNCHED] = previous
-            # What end_training would have done: a group left alive at exit can abort the
-            # process as its threads are torn down ("terminate called without an active
-            # exception"). All processes end the search together.
-            self.state.wait_for_everyone()
-            self.state.destroy_process_group()
 
     def broadcast(self, value: T) -> T:
         """The main process's ``value``, on every process (others pass anything, e.g. None)."""

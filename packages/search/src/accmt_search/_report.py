@@ -18,9 +18,15 @@ logger = logging.getLogger("accmt_search")
 
 # What the search records of each trial, in the CSV's order (after number, state and value).
 ATTRIBUTES = (
-    "outcome", "folder", "retry_of", "optimizer_steps", "global_step", "resumed_from_step",
-    "seconds", "error",
-)  # fmt: skip
+    "outcome",
+    "folder",
+    "retry_of",
+    "optimizer_steps",
+    "global_step",
+    "resumed_from_step",
+    "seconds",
+    "error",
+)
 
 
 def best_trials(study: optuna.Study, count: int) -> list[FrozenTrial]:
@@ -60,12 +66,17 @@ def write_csv(trials: Sequence[FrozenTrial], path: Path) -> None:
         writer = csv.writer(stream)
         writer.writerow(header)
         for trial in trials:
-            writer.writerow([
-                trial.number, trial.state.name, "" if trial.value is None else trial.value,
-                *(_cell(record_of(trial).get(name)) for name in ATTRIBUTES),
-                trial.datetime_start or "", trial.datetime_complete or "",
-                *(trial.params.get(name, "") for name in params),
-            ])  # fmt: skip
+            writer.writerow(
+                [
+                    trial.number,
+                    trial.state.name,
+                    "" if trial.value is None else trial.value,
+                    *(_cell(record_of(trial).get(name)) for name in ATTRIBUTES),
+                    trial.datetime_start or "",
+                    trial.datetime_complete or "",
+                    *(trial.params.get(name, "") for name in params),
+                ]
+            )
 
 
 def _cell(value: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from torch.utils.data import Dataset
 
-from accmt_trainer import HyperParameters, Trainer
+from accmt_trainer import HyperParameters, ProcessGroupScope, Trainer, stop_on_signals
 
 from ._driver import Lead, Options, SearchRun
 from ._errors import SearchConfigError, SearchSpaceError
@@ -17,7 +17,7 @@ from ._metrics import EvaluationMetrics, validation_loss
 from ._processes import ProcessLink
 from ._resolve import check_module_arguments, resolve
 from ._result import SearchResult
-from ._signals import StopSignals
+from ._signals import StopRequest
 from ._space import SearchSpace, Space, SpaceSource, from_parameters, read_space
 from ._study import make_storage, open_study
 from ._trial import TRIAL_DEFAULTS, TrialSetup, fresh_copy
@@ -100,9 +100,12 @@ class HyperParameterSearch:
             options = {**TRIAL_DEFAULTS, **self.trainer_kwargs}
             callbacks = [fresh_copy(callback) for callback in options.pop("callbacks", ())]
             Trainer(
-                HyperParameters(), self.output_dir, metrics=self.metrics, callbacks=callbacks,
+                HyperParameters(),
+                self.output_dir,
+                metrics=self.metrics,
+                callbacks=callbacks,
                 **options,
-            )  # fmt: skip
+            )
         except TypeError as error:
             raise SearchConfigError(f"HyperParameterSearch(**trainer_kwargs): {error}") from None
 
@@ -222,7 +225,6 @@ class HyperParameterSearch:
             raise SearchConfigError(
                 f"optimize(n_trials=...): expected an int >= 1, got {n_trials!r}"
             )
-        link = ProcessLink.start(self.trainer_kwargs.get("cpu"))
         setup = TrialSetup(
             self.get_module_fn,
             self.train_dataset,
@@ -233,7 +235,10 @@ class HyperParameterSearch:
         )
         poll = float(heartbeat_interval) if heartbeat_interval else 5.0
         options = Options(n_trials, self.output_dir, keep_checkpoints, plots, progress_bar, poll)
-        with StopSignals() as signals, link.kept():
+        signals = StopRequest()
+        # A process group the search made is gone after it; the user's is left alone.
+        with ProcessGroupScope(), stop_on_signals(signals.request, True):
+            link = ProcessLink.start(self.trainer_kwargs.get("cpu"))
             run = SearchRun(link, setup, self.space, options, signals)
             if not link.is_main:
                 return run.follow()

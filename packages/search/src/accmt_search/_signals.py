@@ -2,41 +2,22 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from types import FrameType, TracebackType
 
-
-class StopSignals:
-    """Notes SIGINT (Ctrl-C) and SIGTERM while the search runs, instead of raising.
+class StopRequest:
+    """The search's stop request, which the Trainer's ``stop_on_signals`` sets.
 
     While a trial trains, the Trainer's own handler takes the signal: it finishes the step,
     checkpoints and returns from ``fit``, and the search sees an unfinished trial. Between trials
-    (or while a module is built) this handler notes it, and the search stops before the next.
+    (or while a module is built) the search's handler sets this, and the search stops before the
+    next trial.
     """
 
     def __init__(self) -> None:
-        self.received: int | None = None
-        self._previous: dict[int, object] = {}
+        self.reason: str | None = None
 
     def __call__(self) -> bool:
-        return self.received is not None
+        return self.reason is not None
 
-    def _note(self, signum: int, frame: FrameType | None) -> None:
-        self.received = signum
-
-    def __enter__(self) -> StopSignals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._previous[sig] = signal.signal(sig, self._note)
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
-        self._previous.clear()
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason

@@ -115,8 +115,9 @@ def fresh_copy(callback: Callback) -> Callback:
     except (TypeError, copy.Error) as error:
         logger.warning(
             "accmt_search: %s cannot be copied for each trial (%s); every trial shares it",
-            type(callback).__qualname__, error,
-        )  # fmt: skip
+            type(callback).__qualname__,
+            error,
+        )
         return callback
 
 

@@ -14,9 +14,11 @@ from ._hyperparameters import HyperParameters
 from ._module import AcceleratorModule, ExtendedAcceleratorModule
 from ._monitor import Monitor
 from ._namespaces import Optimizer, Scheduler
+from ._process_group import ProcessGroupScope
 from ._registry import register_optimizer, register_scheduler
 from ._seeding import seed_everything
 from ._setup import use_cpu
+from ._signals import stop_on_signals
 from ._trainer import Trainer
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "Monitor",
     "NonFiniteLossError",
     "Optimizer",
+    "ProcessGroupScope",
     "RangeCurriculum",
     "RatioCurriculum",
     "Scheduler",
@@ -41,5 +44,6 @@ __all__ = [
     "register_optimizer",
     "register_scheduler",
     "seed_everything",
+    "stop_on_signals",
     "use_cpu",
 ]

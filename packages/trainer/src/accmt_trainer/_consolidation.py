@@ -110,5 +110,6 @@ def make_consolidation(
         )
     if consolidate is None:
         return None
-    return MetricConsolidation(consolidate=consolidate, additional=additional,
-                               report_all=report_all)  # fmt: skip
+    return MetricConsolidation(
+        consolidate=consolidate, additional=additional, report_all=report_all
+    )

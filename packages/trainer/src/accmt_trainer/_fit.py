@@ -116,7 +116,6 @@ class Fit:
             raise
         finally:
             loop.owners.progress.close()
-            self.accelerator.end_training()
         return loop.state
 
 

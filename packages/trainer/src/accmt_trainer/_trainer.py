@@ -29,6 +29,7 @@ from ._module import AcceleratorModule
 from ._monitor import Monitor
 from ._nonfinite import NonFinitePolicy
 from ._optimizer_step import OptimizerStep, StepOptions
+from ._process_group import ProcessGroupScope
 from ._sanity_check import check_module
 from ._saving_rules import SavingRule, parse_rule
 from ._setup import (
@@ -208,8 +209,10 @@ class Trainer:
         it returns: a second run on the same folder fails at once, naming the holder."""
         check_module(module)
         datasets = (training_data(train_dataset, self.hps.max_steps), named_sets(val_dataset))
-        self.latest_fit = Fit(self, module)
-        return self.latest_fit.train(datasets)
+        with ProcessGroupScope() as process_group:  # torn down only if this fit made it
+            self.latest_fit = Fit(self, module)
+            process_group.own(self.latest_fit.accelerator)
+            return self.latest_fit.train(datasets)
 
     def log(self, values: Mapping[str, float], step: int | None = None) -> None:
         """Send ``values`` to the trackers (main process), at the current global step."""

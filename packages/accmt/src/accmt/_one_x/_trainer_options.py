@@ -35,29 +35,76 @@ from ._monitor import ONE_X_FLAGS, Monitor, one_x_flags
 # accmt 1.9.5.1's Trainer.__init__ after hps_config and model_path, in order: the positional
 # arguments a 1.x program may pass.
 ONE_X_POSITIONAL = (
-    "track_name", "enable_checkpointing", "multiple_checkpoints", "max_checkpoints", "resume",
-    "disable_model_saving", "patience", "evaluate_every_n_steps", "checkpoint_every",
-    "logging_dir", "log_with", "log_every", "grad_accumulation_steps", "gradient_checkpointing",
-    "gradient_checkpointing_kwargs", "clip_grad", "set_to_none", "shuffle_train", "sampler",
-    "sampler_train", "sampler_val", "batch_sampler", "batch_sampler_train", "batch_sampler_val",
-    "collate_fn", "collate_fn_train", "collate_fn_val", "max_shard_size", "safe_serialization",
-    "compile", "compile_kwargs", "safe_mode", "train_loss_metric_name", "val_loss_metric_name",
-    "dataloader_pin_memory", "dataloader_num_workers", "dataloader_drop_last",
-    "eval_when_finish", "eval_when_start", "monitor", "metrics", "consolidate_metrics",
-    "additional_metric_consolidation", "report_all_metrics", "cleanup_cache_every_n_steps",
-    "callback", "additional_tracker_config", "batch_device_placement", "prepare_batch",
-    "safe_steps", "destroy_after_training", "enable_prepare_logging", "module_hooks",
-    "inference_mode", "reset_optimizer_every_n_steps",
-)  # fmt: skip
+    "track_name",
+    "enable_checkpointing",
+    "multiple_checkpoints",
+    "max_checkpoints",
+    "resume",
+    "disable_model_saving",
+    "patience",
+    "evaluate_every_n_steps",
+    "checkpoint_every",
+    "logging_dir",
+    "log_with",
+    "log_every",
+    "grad_accumulation_steps",
+    "gradient_checkpointing",
+    "gradient_checkpointing_kwargs",
+    "clip_grad",
+    "set_to_none",
+    "shuffle_train",
+    "sampler",
+    "sampler_train",
+    "sampler_val",
+    "batch_sampler",
+    "batch_sampler_train",
+    "batch_sampler_val",
+    "collate_fn",
+    "collate_fn_train",
+    "collate_fn_val",
+    "max_shard_size",
+    "safe_serialization",
+    "compile",
+    "compile_kwargs",
+    "safe_mode",
+    "train_loss_metric_name",
+    "val_loss_metric_name",
+    "dataloader_pin_memory",
+    "dataloader_num_workers",
+    "dataloader_drop_last",
+    "eval_when_finish",
+    "eval_when_start",
+    "monitor",
+    "metrics",
+    "consolidate_metrics",
+    "additional_metric_consolidation",
+    "report_all_metrics",
+    "cleanup_cache_every_n_steps",
+    "callback",
+    "additional_tracker_config",
+    "batch_device_placement",
+    "prepare_batch",
+    "safe_steps",
+    "destroy_after_training",
+    "enable_prepare_logging",
+    "module_hooks",
+    "inference_mode",
+    "reset_optimizer_every_n_steps",
+)
 
 # 1.x's only tracker was MLflow; its **kwargs went to MLflow's tracker as these.
 TRACKER_PASS_THROUGHS = ("run_id", "tags", "nested_run", "run_name", "description")
 
 # accmt 1.x's Monitor flags (a dict or YAML file of them was its Trainer's monitor=).
 _MONITOR_FLAGS = (
-    "learning_rate", "epoch", "train_loss", "validation_loss", "additional_metrics",
-    "grad_norm", *ONE_X_FLAGS,
-)  # fmt: skip
+    "learning_rate",
+    "epoch",
+    "train_loss",
+    "validation_loss",
+    "additional_metrics",
+    "grad_norm",
+    *ONE_X_FLAGS,
+)
 
 
 @attrs.frozen
@@ -227,8 +274,11 @@ def translate_1x_options(
     """
     given = dict(options)
     messages = _positional(args, given)
-    result = {name: value for name, value in given.items()
-              if name not in _RULES and name not in TRACKER_PASS_THROUGHS}  # fmt: skip
+    result = {
+        name: value
+        for name, value in given.items()
+        if name not in _RULES and name not in TRACKER_PASS_THROUGHS
+    }
     chosen_by: dict[str, str] = {name: name for name in result}
     for name, value in given.items():
         rule = _RULES.get(name)

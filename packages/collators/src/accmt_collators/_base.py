@@ -9,7 +9,7 @@ from ._errors import CollatorError
 from ._features import GroupPadder
 from ._nesting import StructureWalk
 from ._padding import PaddingPlan
-from ._plain import Path
+from ._plain import KeyPath
 from ._tokenizer import PaddingTokenizer, pad_token_id
 
 
@@ -38,7 +38,7 @@ class Collator:
         """Collate ``samples`` (a list of dataset items) into one batch."""
         return StructureWalk(self._owner, self._collate_tokenized)(samples)
 
-    def _collate_tokenized(self, features: Sequence[Mapping[str, Any]], path: Path) -> Any:
+    def _collate_tokenized(self, features: Sequence[Mapping[str, Any]], path: KeyPath) -> Any:
         raise NotImplementedError
 
     def _check_probability(self, name: str, value: float, *, allow_zero: bool = True) -> float:

@@ -9,7 +9,7 @@ import torch
 
 from ._errors import CollatorError
 from ._padding import PaddingPlan
-from ._plain import Path, collate_beside_tokens, place
+from ._plain import KeyPath, collate_beside_tokens, place
 from ._ragged import Ragged
 from ._tokenizer import (
     PaddingSide,
@@ -50,7 +50,7 @@ class GroupPadder:
         self.plan = plan
 
     def pad(
-        self, features: Sequence[Mapping[str, Any]], path: Path, *, leave: tuple[str, ...] = ()
+        self, features: Sequence[Mapping[str, Any]], path: KeyPath, *, leave: tuple[str, ...] = ()
     ) -> PaddedGroup:
         """Pad ``input_ids``, ``attention_mask``, ``token_type_ids`` and ``special_tokens_mask``
         (adding an attention mask as transformers does); the keys in ``leave`` are left out for
@@ -77,13 +77,13 @@ class GroupPadder:
             fields["attention_mask"] = real.to(torch.int64)
         return PaddedGroup(fields, ids, real, side)
 
-    def column(self, features: Sequence[Mapping[str, Any]], key: str, path: Path) -> list[Any]:
+    def column(self, features: Sequence[Mapping[str, Any]], key: str, path: KeyPath) -> list[Any]:
         """Every sample's value of ``key``, or an error naming the first sample without it."""
         self._check_keys(features, [key], path)
         return [feature[key] for feature in features]
 
     def _check_keys(
-        self, features: Sequence[Mapping[str, Any]], keys: list[str], path: Path
+        self, features: Sequence[Mapping[str, Any]], keys: list[str], path: KeyPath
     ) -> None:
         wanted = set(keys)
         for index, feature in enumerate(features):
@@ -96,7 +96,7 @@ class GroupPadder:
                     f"samples[0]{place(path)} has; every sample must hold the same keys"
                 )
 
-    def _target_length(self, ids: Ragged, path: Path) -> int:
+    def _target_length(self, ids: Ragged, path: KeyPath) -> int:
         plan = self.plan
         if not plan.pads and len(set(ids.lengths)) > 1:
             raise CollatorError(
@@ -121,7 +121,7 @@ class GroupPadder:
         ids: Ragged,
         real: torch.Tensor,
         side: PaddingSide,
-        path: Path,
+        path: KeyPath,
     ) -> torch.Tensor:
         rows = Ragged.from_rows([f[key] for f in features], self.owner, (*path, key))
         if not rows.same_lengths_as(ids):

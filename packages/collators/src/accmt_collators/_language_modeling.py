@@ -13,7 +13,7 @@ from ._features import GroupPadder, PaddedGroup
 from ._keyed_random import row_keys
 from ._masking import TokenMasking, continues_by_offsets, word_starts
 from ._padding import PaddingPlan
-from ._plain import Path, place
+from ._plain import KeyPath, place
 from ._ragged import Ragged
 from ._seeding import SeededCollator
 from ._tokenizer import (
@@ -119,7 +119,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
         return super().__call__(samples)
 
     def _collate_tokenized(
-        self, features: Sequence[Mapping[str, Any]], path: Path
+        self, features: Sequence[Mapping[str, Any]], path: KeyPath
     ) -> dict[str, Any]:
         group = self.padder.pad(features, path, leave=_MASKING_ONLY)
         fields = group.fields
@@ -146,7 +146,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
         return labels
 
     def _not_special(
-        self, features: Sequence[Mapping[str, Any]], group: PaddedGroup, path: Path
+        self, features: Sequence[Mapping[str, Any]], group: PaddedGroup, path: KeyPath
     ) -> torch.Tensor:
         """(rows, length): which tokens are not special (special ones are never masked)."""
         if "special_tokens_mask" in features[0]:
@@ -156,7 +156,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
         return torch.isin(ids, special_ids_tensor(self.tokenizer), invert=True)
 
     def _continues_word(
-        self, features: Sequence[Mapping[str, Any]], group: PaddedGroup, path: Path
+        self, features: Sequence[Mapping[str, Any]], group: PaddedGroup, path: KeyPath
     ) -> torch.Tensor:
         """(rows, length): which tokens continue the word of the token before them."""
         if "offset_mapping" in features[0]:
@@ -180,7 +180,7 @@ class DataCollatorForLanguageModeling(SeededCollator):
         return self._continuation
 
     def _alongside(
-        self, features: Sequence[Mapping[str, Any]], key: str, group: PaddedGroup, path: Path
+        self, features: Sequence[Mapping[str, Any]], key: str, group: PaddedGroup, path: KeyPath
     ) -> Ragged:
         rows = Ragged.from_rows(self.padder.column(features, key, path), self._owner, (*path, key))
         if not rows.same_lengths_as(group.ids):

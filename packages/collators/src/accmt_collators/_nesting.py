@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._errors import CollatorError
-from ._plain import Path, collate_plain, place
+from ._plain import KeyPath, collate_plain, place
 
-CollateTokenized = Callable[[Sequence[Mapping[str, Any]], Path], Any]
+CollateTokenized = Callable[[Sequence[Mapping[str, Any]], KeyPath], Any]
 
 
 def describe(value: Any) -> str:
@@ -42,7 +42,7 @@ class StructureWalk:
             )
         return batch
 
-    def _walk(self, values: Sequence[Any], path: Path) -> Any:
+    def _walk(self, values: Sequence[Any], path: KeyPath) -> Any:
         first = values[0]
         if isinstance(first, Mapping):
             self._check_kind(values, Mapping, path)
@@ -60,7 +60,7 @@ class StructureWalk:
             return tuple(items) if isinstance(first, tuple) else items
         return collate_plain(values, self.owner, path)
 
-    def _check_kind(self, values: Sequence[Any], kind: Any, path: Path) -> None:
+    def _check_kind(self, values: Sequence[Any], kind: Any, path: KeyPath) -> None:
         first = type(values[0])
         for index, value in enumerate(values):
             # The type check first: isinstance of an abstract class is slow, batches are long.
@@ -70,7 +70,7 @@ class StructureWalk:
                     f"samples[0]{place(path)} is {describe(values[0])}"
                 )
 
-    def _check_tokenized(self, values: Sequence[Mapping[str, Any]], path: Path) -> None:
+    def _check_tokenized(self, values: Sequence[Mapping[str, Any]], path: KeyPath) -> None:
         for index, value in enumerate(values):
             if "input_ids" not in value:
                 raise CollatorError(
@@ -78,7 +78,7 @@ class StructureWalk:
                     f"are {list(value)}), but samples[0]{place(path)} has"
                 )
 
-    def _column(self, values: Sequence[Mapping[str, Any]], key: Any, path: Path) -> list[Any]:
+    def _column(self, values: Sequence[Mapping[str, Any]], key: Any, path: KeyPath) -> list[Any]:
         for index, value in enumerate(values):
             if key not in value:
                 raise CollatorError(
@@ -87,7 +87,7 @@ class StructureWalk:
                 )
         return [value[key] for value in values]
 
-    def _check_lengths(self, values: Sequence[Sequence[Any]], path: Path) -> None:
+    def _check_lengths(self, values: Sequence[Sequence[Any]], path: KeyPath) -> None:
         for index, value in enumerate(values):
             if len(value) != len(values[0]):
                 raise CollatorError(

@@ -12,7 +12,7 @@ from ._errors import CollatorError
 from ._features import GroupPadder
 from ._keyed_random import Stream, draw, high_word, low_word, row_keys, unit
 from ._padding import PaddingPlan, optional_positive
-from ._plain import Path, place
+from ._plain import KeyPath, place
 from ._ragged import Ragged
 from ._seeding import SeededCollator
 from ._tokenizer import MaskingTokenizer, PaddingSide, mask_token_id, special_ids_tensor
@@ -69,7 +69,7 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         return super().__call__(samples)
 
     def _collate_tokenized(
-        self, features: Sequence[Mapping[str, Any]], path: Path
+        self, features: Sequence[Mapping[str, Any]], path: KeyPath
     ) -> dict[str, Any]:
         # Like transformers, only the token ids are read; the other keys are dropped.
         group = self.padder.pad([{"input_ids": f["input_ids"]} for f in features], path)

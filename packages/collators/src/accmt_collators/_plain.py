@@ -10,15 +10,16 @@ from torch.utils.data import default_collate
 
 from ._errors import CollatorError
 
-Path = tuple[Any, ...]
+KeyPath = tuple[Any, ...]
+"""Where a value sits inside a sample: the keys and indices leading to it."""
 
 
-def place(path: Path) -> str:
+def place(path: KeyPath) -> str:
     """``('source', 0)`` as ``['source'][0]``, the way one would index a sample."""
     return "".join(f"[{key!r}]" for key in path)
 
 
-def _uneven(owner: str, path: Path, error: Exception) -> CollatorError:
+def _uneven(owner: str, path: KeyPath, error: Exception) -> CollatorError:
     return CollatorError(
         f"{owner}: samples[*]{place(path)} cannot be collated ({error}). A field that is not "
         "tokenized must have the same shape in every sample: make it so when preparing the "
@@ -26,7 +27,7 @@ def _uneven(owner: str, path: Path, error: Exception) -> CollatorError:
     )
 
 
-def collate_plain(values: Sequence[Any], owner: str, path: Path) -> Any:
+def collate_plain(values: Sequence[Any], owner: str, path: KeyPath) -> Any:
     """``default_collate`` of one field across the samples."""
     try:
         return default_collate(list(values))
@@ -34,7 +35,7 @@ def collate_plain(values: Sequence[Any], owner: str, path: Path) -> Any:
         raise _uneven(owner, path, error) from error
 
 
-def collate_beside_tokens(values: Sequence[Any], owner: str, path: Path) -> Any:
+def collate_beside_tokens(values: Sequence[Any], owner: str, path: KeyPath) -> Any:
     """A field that sits next to ``input_ids`` and is not padded (a class label, a score).
 
     Python numbers and lists become a tensor the way transformers' ``tokenizer.pad`` makes

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from ._errors import CollatorError
-from ._plain import Path, place
+from ._plain import KeyPath, place
 from ._tokenizer import PaddingSide
 
 _UNREADABLE = (TypeError, ValueError, RuntimeError, OverflowError)
@@ -21,14 +21,14 @@ class Ragged:
     """A batch of rows (token ids, labels, offsets): their lengths, read at once, and their
     values, converted only when padded, straight into the padded layout."""
 
-    def __init__(self, rows: Sequence[Any], lengths: list[int], owner: str, path: Path) -> None:
+    def __init__(self, rows: Sequence[Any], lengths: list[int], owner: str, path: KeyPath) -> None:
         self.rows = rows
         self.lengths = lengths
         self.owner = owner
         self.path = path
 
     @classmethod
-    def from_rows(cls, rows: Sequence[Any], owner: str, path: Path) -> Ragged:
+    def from_rows(cls, rows: Sequence[Any], owner: str, path: KeyPath) -> Ragged:
         """Rows given as lists of ints, numpy arrays or tensors: ``samples[*]{path}`` of the
         collator ``owner`` (which errors name)."""
         try:
@@ -136,7 +136,7 @@ class Ragged:
         return self.lengths == other.lengths
 
 
-def _unreadable(owner: str, path: Path, error: Exception) -> CollatorError:
+def _unreadable(owner: str, path: KeyPath, error: Exception) -> CollatorError:
     return CollatorError(
         f"{owner}: samples[*]{place(path)} cannot be read as rows of integers ({error})"
     )

@@ -9,7 +9,7 @@ import torch
 from ._base import Collator
 from ._errors import CollatorError
 from ._keyed_random import salt_of
-from ._plain import Path
+from ._plain import KeyPath
 
 _UNSET = -1
 
@@ -42,7 +42,7 @@ class EpochSeed:
         value = int(self._epoch.item())
         return None if value == _UNSET else value
 
-    def salt(self, path: Path) -> int:
+    def salt(self, path: KeyPath) -> int:
         """The salt of one tokenized place of the samples for this batch."""
         epoch = self.epoch
         if epoch is None:

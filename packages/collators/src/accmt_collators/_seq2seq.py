@@ -9,7 +9,7 @@ import torch
 
 from ._base import PaddingCollator
 from ._errors import CollatorError
-from ._plain import Path, place
+from ._plain import KeyPath, place
 from ._ragged import Ragged
 from ._tokenizer import PaddingTokenizer, padding_side
 
@@ -41,7 +41,7 @@ class DataCollatorForSeq2Seq(PaddingCollator):
         self.label_pad_token_id = label_pad_token_id
 
     def _collate_tokenized(
-        self, features: Sequence[Mapping[str, Any]], path: Path
+        self, features: Sequence[Mapping[str, Any]], path: KeyPath
     ) -> dict[str, Any]:
         name = "label" if "label" in features[0] else "labels"
         labels = self.padder.column(features, name, path) if name in features[0] else None
@@ -57,7 +57,7 @@ class DataCollatorForSeq2Seq(PaddingCollator):
             fields["decoder_input_ids"] = prepare(labels=fields["labels"])
         return fields
 
-    def _pad_labels(self, labels: list[Any], path: Path) -> torch.Tensor:
+    def _pad_labels(self, labels: list[Any], path: KeyPath) -> torch.Tensor:
         missing = [index for index, label in enumerate(labels) if label is None]
         if missing:
             raise CollatorError(

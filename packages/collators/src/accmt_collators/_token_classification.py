@@ -7,7 +7,7 @@ from typing import Any
 
 from ._base import PaddingCollator
 from ._errors import CollatorError
-from ._plain import Path, place
+from ._plain import KeyPath, place
 from ._ragged import Ragged
 from ._tokenizer import PaddingTokenizer
 
@@ -34,7 +34,7 @@ class DataCollatorForTokenClassification(PaddingCollator):
         self.label_pad_token_id = label_pad_token_id
 
     def _collate_tokenized(
-        self, features: Sequence[Mapping[str, Any]], path: Path
+        self, features: Sequence[Mapping[str, Any]], path: KeyPath
     ) -> dict[str, Any]:
         name = "label" if "label" in features[0] else "labels"
         if name not in features[0]:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._base import PaddingCollator
-from ._plain import Path
+from ._plain import KeyPath
 from ._tokenizer import PaddingTokenizer
 
 
@@ -39,7 +39,7 @@ class DataCollatorWithPadding(PaddingCollator):
         super().__init__(tokenizer, padding, max_length, pad_to_multiple_of, return_tensors)
 
     def _collate_tokenized(
-        self, features: Sequence[Mapping[str, Any]], path: Path
+        self, features: Sequence[Mapping[str, Any]], path: KeyPath
     ) -> dict[str, Any]:
         fields = self.padder.pad(features, path).fields
         for name in ("label", "label_ids"):

@@ -171,7 +171,7 @@ def test_stages_that_do_not_fit_max_steps_are_refused(
 
 def test_layout_cuts_the_pass_at_the_stage_end_and_counts_steps() -> None:
     # Stage 0: 7 steps over a loader of 3 batches, accumulation 2 (2 steps a pass).
-    layout = StageLayout(end_steps=(7, 9), lengths=(3, 5), window=2)
+    layout = StageLayout(end_steps=(7, 9), lengths=(3, 5), accumulation=2)
     assert layout.passes(0) == (4, 2)  # 2+2+2 steps of whole passes, then 1 step: 2 batches
     assert layout.passes(1) == (1, 4)  # 2 steps of 2 batches, cut before the 5th
     assert layout.epochs == 5

@@ -25,7 +25,7 @@ class StageLayout:
     """The global step at which each stage ends."""
     lengths: tuple[int, ...]
     """Batches in one pass of each stage's loader, on this process."""
-    window: int
+    accumulation: int
     """Batches per optimizer step (gradient accumulation); a pass's end closes a window."""
 
     def passes(self, stage: int) -> tuple[int, int]:
@@ -33,10 +33,10 @@ class StageLayout:
         start = self.end_steps[stage - 1] if stage else 0
         steps = self.end_steps[stage] - start
         length = self.lengths[stage]
-        per_pass = math.ceil(length / self.window)
+        per_pass = math.ceil(length / self.accumulation)
         count = math.ceil(steps / per_pass)
         last_steps = steps - (count - 1) * per_pass
-        return count, length if last_steps == per_pass else last_steps * self.window
+        return count, length if last_steps == per_pass else last_steps * self.accumulation
 
     @property
     def epochs(self) -> int:
@@ -56,15 +56,17 @@ class StageLayout:
         step = batches = 0
         for before in range(epoch):
             _, read = self.epoch(before)
-            step, batches = step + math.ceil(read / self.window), batches + read
-        return step + math.ceil(seen / self.window), batches + seen
+            step, batches = step + math.ceil(read / self.accumulation), batches + read
+        return step + math.ceil(seen / self.accumulation), batches + seen
 
     def facts(self) -> list[list[int]]:
         return [[end, length] for end, length in zip(self.end_steps, self.lengths, strict=True)]
 
     @classmethod
-    def from_facts(cls, facts: Sequence[Sequence[int]], window: int) -> StageLayout:
-        return cls(tuple(end for end, _ in facts), tuple(length for _, length in facts), window)
+    def from_facts(cls, facts: Sequence[Sequence[int]], accumulation: int) -> StageLayout:
+        return cls(
+            tuple(end for end, _ in facts), tuple(length for _, length in facts), accumulation
+        )
 
 
 @attrs.frozen
@@ -77,12 +79,12 @@ class EpochPlan:
 
     @classmethod
     def build(
-        cls, loaders: Sequence[DataLoaderShard], end_steps: Sequence[int] | None, window: int
+        cls, loaders: Sequence[DataLoaderShard], end_steps: Sequence[int] | None, accumulation: int
     ) -> EpochPlan:
         if end_steps is None:
             return cls(tuple(loaders), None)
         lengths = tuple(len(loader) for loader in loaders)
-        return cls(tuple(loaders), StageLayout(tuple(end_steps), lengths, window))
+        return cls(tuple(loaders), StageLayout(tuple(end_steps), lengths, accumulation))
 
     def epoch(self, epoch: int) -> tuple[DataLoaderShard, int]:
         """The loader ``epoch`` reads, and how many of its batches."""

@@ -133,7 +133,7 @@ def _loaded_versions() -> tuple[tuple[str, str], ...]:
     return tuple(versions)
 
 
-def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: Path) -> None:
+def check_compatible(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
     """Refuse a checkpoint whose data position cannot be mapped onto this run exactly."""
     keys = (
         "world_size",
@@ -143,10 +143,11 @@ def check_compatible(manifest: Mapping[str, Any], run: Mapping[str, Any], path: 
         "stages",
     )
     for key in keys:
-        if manifest.get(key) != run.get(key):
+        if manifest.get(key) != facts.get(key):
             raise CheckpointError(
                 f"checkpoint {path} was made with {key}={manifest.get(key)!r}, but this run has "
-                f"{key}={run.get(key)!r}; the position within the epoch cannot be mapped exactly. "
+                f"{key}={facts.get(key)!r}; the position within the epoch cannot be mapped "
+                "exactly. "
                 "Resume with the same settings, or pass resume=False to start afresh."
             )
 

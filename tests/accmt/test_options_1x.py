@@ -24,7 +24,7 @@ from accmt import (
 )
 from accmt_callbacks import Callback
 from accmt_metrics import Accuracy
-from accmt_trainer._setup import make_accelerator
+from accmt_trainer._accelerator import make_accelerator
 
 from .conftest import Classifier, blobs
 

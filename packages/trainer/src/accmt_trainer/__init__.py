@@ -1,5 +1,6 @@
 """The accmt Trainer: write an AcceleratorModule, call ``Trainer.fit``, on Accelerate."""
 
+from ._accelerator import use_cpu
 from ._curriculum import Curriculum, RangeCurriculum, RatioCurriculum, StepsCurriculum
 from ._errors import (
     ArtifactNotFoundError,
@@ -17,7 +18,6 @@ from ._namespaces import Optimizer, Scheduler
 from ._process_group import ProcessGroupScope
 from ._registry import register_optimizer, register_scheduler
 from ._seeding import seed_everything
-from ._setup import use_cpu
 from ._signals import stop_on_signals
 from ._trainer import Trainer
 

@@ -12,13 +12,14 @@ from accelerate.utils import set_seed
 
 from accmt_state import TrainingState
 
+from ._accelerator import make_accelerator
 from ._checkpoints import Checkpoints
 from ._folder_lock import FolderLock
 from ._loop import TrainingLoop
 from ._manifest import run_facts
 from ._owners import build_loop
 from ._sanity_check import check_datasets, check_names, check_writable
-from ._setup import Run, make_accelerator, prepare_run
+from ._setup import Run, prepare_run
 from ._signals import stop_on_signals
 from ._trackers import start_trackers
 

@@ -16,6 +16,7 @@ from torch.utils.data import Dataset, Sampler
 from accmt_callbacks import Callback, CallbackHandler
 from accmt_state import TrainingState
 
+from ._accelerator import AcceleratorOptions, GradientCheckpointing
 from ._best_models import BestModelOptions
 from ._checkpoint_parts import Checkpointable, check_checkpointable
 from ._checkpoint_schedule import parse_checkpoint_every
@@ -32,13 +33,7 @@ from ._optimizer_step import OptimizerStep, StepOptions
 from ._process_group import ProcessGroupScope
 from ._sanity_check import check_module
 from ._saving_rules import SavingRule, parse_rule
-from ._setup import (
-    AcceleratorOptions,
-    GradientCheckpointing,
-    LoaderOptions,
-    MetricsOption,
-    named_sets,
-)
+from ._setup import LoaderOptions, MetricsOption, named_sets
 from ._stages import TrainData, training_data
 from ._trackers import LoggingOptions, LogWith, log_artifact
 

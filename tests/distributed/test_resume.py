@@ -4,6 +4,7 @@ the uninterrupted run's final weights bit for bit: on one process and through to
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,10 +38,25 @@ def final_weights(out: Path, nproc: int) -> list[dict[str, object]]:
     return [torch.load(out / f"final_rank{rank}.pt") for rank in range(nproc)]
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run on ``request.param`` processes without a kill, launched once for every test that
+    compares with it (the kills and the checkpoint mode change only the resumed runs)."""
+    nproc: int = request.param
+    out = tmp_path_factory.mktemp(f"uninterrupted_{nproc}")
+    done = launch(out, nproc)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+# Each test gets the uninterrupted run on as many processes as it runs.
+WORLDS = [pytest.param(nproc, nproc, id=str(nproc)) for nproc in (1, 2)]
+
+
 @pytest.mark.parametrize("background", [False, True], ids=["sync", "async"])
-@pytest.mark.parametrize("nproc", [1, 2])
+@pytest.mark.parametrize(("nproc", "uninterrupted"), WORLDS, indirect=["uninterrupted"])
 def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
-    tmp_path: Path, nproc: int, background: bool
+    tmp_path: Path, nproc: int, background: bool, uninterrupted: Path
 ) -> None:
     seed = random.randrange(10**6)
     rng = random.Random(seed)
@@ -52,10 +68,7 @@ def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
     story = f"seed {seed}: SIGKILL after steps {kills} and inside the 2nd checkpoint of a launch"
     mode = ["--async"] if background else []
 
-    reference = tmp_path / "uninterrupted"
-    done = launch(reference, nproc)
-    assert done.returncode == 0, done.stderr[-3000:]
-
+    reference = uninterrupted
     resumed = tmp_path / "resumed"
     for kill in (["--kill-at-step", str(kills[0])], ["--kill-at-step", str(kills[1])],
                  ["--kill-in-checkpoint", "2"]):  # fmt: skip
@@ -97,12 +110,13 @@ def test_a_killed_curriculum_resumes_to_the_uninterrupted_weights(
             assert torch.equal(weight, got[rank]["weights"][name]), f"{name} differs"
 
 
-def test_a_finished_run_resumes_to_nothing(tmp_path: Path) -> None:
-    assert launch(tmp_path, 1).returncode == 0
-    before = torch.load(tmp_path / "final_rank0.pt")
-    again = launch(tmp_path, 1)
+@pytest.mark.parametrize("uninterrupted", [1], indirect=True)
+def test_a_finished_run_resumes_to_nothing(tmp_path: Path, uninterrupted: Path) -> None:
+    finished = shutil.copytree(uninterrupted, tmp_path / "finished")
+    before = torch.load(finished / "final_rank0.pt")
+    again = launch(finished, 1)
     assert again.returncode == 0
     assert "already finished" in again.stderr
-    after = torch.load(tmp_path / "final_rank0.pt")
+    after = torch.load(finished / "final_rank0.pt")
     for name, weight in before["weights"].items():
         assert torch.equal(weight, after["weights"][name])

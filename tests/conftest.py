@@ -1,20 +1,23 @@
-"""How the suite is dealt to pytest-xdist's workers (``pytest -n 2 --dist loadgroup``).
+"""How the suite is dealt to pytest-xdist's workers (``pytest -n 2 --dist loadfile``).
 
-- Tests that share a module- or session-scoped fixture of this suite (a site built once, the
-  wheels built once, a reference run launched once) go to one worker together, so the fixture
-  is made once and not once per worker. Fixtures that cost nothing to make again are left out.
-- The long tests start first: the packaging tests (one chain of wheel builds and fresh
-  environments), then the jobs that launch processes, longest first, and then the many short
-  in-process tests, which fill in whatever time the workers have left.
-
+- A file's tests go to one worker together (``--dist loadfile``), so its module-scoped fixtures
+  (a site built once, a reference run launched once) are made once; so do all of
+  tests/packaging, which shares session fixtures (the wheels, an environment with torch) across
+  its files. This is done by a scheduler of our own (``pytest_xdist_make_scheduler``) rather
+  than ``--dist loadgroup`` marks: xdist 3.8 marks a group by renaming the test's node id, and
+  pytest 9 ignores that rename, so loadgroup falls back to sending each test anywhere.
+- The long files start first: the packaging tests (one chain of wheel builds and fresh
+  environments), then the files whose tests launch processes, longest first, and then the many
+  short in-process tests, which fill in whatever time the workers have left.
 - Each worker computes on one thread (OMP_NUM_THREADS=1, unless set already).
 
-Without xdist (``pytest`` alone) only the order changes; each module's tests keep theirs.
+Without xdist (``pytest`` alone) only the order changes; each file's tests keep theirs.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -24,13 +27,8 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     # the cores with OpenMP threads. The tests' models are too small to gain from more.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-# Module- or session-scoped fixtures that are cheap to make again: tests using them need not
-# share a worker.
-CHEAP_SHARED_FIXTURES = {
-    "data",  # tests/search/conftest.py: the digits arrays, in memory
-    "expected",  # tests/distributed/test_metrics.py: one in-process pass over 100 samples
-    "folder",  # tests/state/test_properties.py: an empty temporary folder
-}
+# Folders whose files share session-scoped fixtures: all their tests go to one worker.
+ONE_WORKER = ["tests/packaging/"]
 
 # Files whose tests launch processes (or build wheels and environments), the longest first;
 # their order here is only the order they start in.
@@ -58,47 +56,22 @@ def _rank(item: pytest.Item) -> int:
     return len(LONG_FIRST)
 
 
-def _shared_fixtures(item: pytest.Item) -> list[str]:
-    """This suite's module- and session-scoped fixtures the test uses, as baseid::name."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return []
-    shared = []
-    for name, definitions in info.name2fixturedefs.items():
-        definition = definitions[-1]
-        if definition.scope == "function" or name in CHEAP_SHARED_FIXTURES:
-            continue
-        if not definition.baseid.startswith("tests"):  # pytest's own, such as tmp_path_factory
-            continue
-        # A parametrized one is made once per parameter: one group each.
-        callspec = getattr(item, "callspec", None)
-        param = f"[{callspec.params[name]}]" if callspec and name in callspec.params else ""
-        shared.append(f"{definition.baseid}::{name}{param}")
-    return sorted(shared)
-
-
-def _groups(items: list[pytest.Item]) -> dict[str, str]:
-    """Tests joined by a shared fixture, transitively: nodeid -> group name."""
-    parent: dict[str, str] = {}
-
-    def root(key: str) -> str:
-        while parent.setdefault(key, key) != key:
-            key = parent[key]
-        return key
-
-    uses = {item.nodeid: _shared_fixtures(item) for item in items}
-    for fixtures in uses.values():
-        for other in fixtures[1:]:
-            parent[root(other)] = root(fixtures[0])
-    return {nodeid: root(fixtures[0]) for nodeid, fixtures in uses.items() if fixtures}
-
-
-# First: xdist's own hook (on the workers) reads the xdist_group marks set here.
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_rank)  # stable: each file keeps its own order
-    groups = _groups(items)
-    for item in items:
-        group = groups.get(item.nodeid)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``--dist loadfile``: one unit of work a file (a folder in ONE_WORKER), dealt in the
+    order collected, the long ones first."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesInCollectionOrder(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::")[0]
+            return next((folder for folder in ONE_WORKER if path.startswith(folder)), path)
+
+    config.option.loadscopereorder = False  # keep the order collected: the long ones first
+    return FilesInCollectionOrder(config, log)

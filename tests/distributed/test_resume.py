@@ -7,6 +7,7 @@ import random
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,24 +40,26 @@ def final_weights(out: Path, nproc: int) -> list[dict[str, object]]:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The run on ``request.param`` processes without a kill, launched once for every test that
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
+    """The run without a kill on ``nproc`` processes, launched once for every test that
     compares with it (the kills and the checkpoint mode change only the resumed runs)."""
-    nproc: int = request.param
-    out = tmp_path_factory.mktemp(f"uninterrupted_{nproc}")
-    done = launch(out, nproc)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out
+    runs: dict[int, Path] = {}
 
+    def run(nproc: int) -> Path:
+        if nproc not in runs:
+            out = tmp_path_factory.mktemp(f"uninterrupted_{nproc}")
+            done = launch(out, nproc)
+            assert done.returncode == 0, done.stderr[-3000:]
+            runs[nproc] = out
+        return runs[nproc]
 
-# Each test gets the uninterrupted run on as many processes as it runs.
-WORLDS = [pytest.param(nproc, nproc, id=str(nproc)) for nproc in (1, 2)]
+    return run
 
 
 @pytest.mark.parametrize("background", [False, True], ids=["sync", "async"])
-@pytest.mark.parametrize(("nproc", "uninterrupted"), WORLDS, indirect=["uninterrupted"])
+@pytest.mark.parametrize("nproc", [1, 2])
 def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
-    tmp_path: Path, nproc: int, background: bool, uninterrupted: Path
+    tmp_path: Path, nproc: int, background: bool, uninterrupted: Callable[[int], Path]
 ) -> None:
     seed = random.randrange(10**6)
     rng = random.Random(seed)
@@ -68,7 +71,7 @@ def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
     story = f"seed {seed}: SIGKILL after steps {kills} and inside the 2nd checkpoint of a launch"
     mode = ["--async"] if background else []
 
-    reference = uninterrupted
+    reference = uninterrupted(nproc)
     resumed = tmp_path / "resumed"
     for kill in (["--kill-at-step", str(kills[0])], ["--kill-at-step", str(kills[1])],
                  ["--kill-in-checkpoint", "2"]):  # fmt: skip
@@ -110,9 +113,10 @@ def test_a_killed_curriculum_resumes_to_the_uninterrupted_weights(
             assert torch.equal(weight, got[rank]["weights"][name]), f"{name} differs"
 
 
-@pytest.mark.parametrize("uninterrupted", [1], indirect=True)
-def test_a_finished_run_resumes_to_nothing(tmp_path: Path, uninterrupted: Path) -> None:
-    finished = shutil.copytree(uninterrupted, tmp_path / "finished")
+def test_a_finished_run_resumes_to_nothing(
+    tmp_path: Path, uninterrupted: Callable[[int], Path]
+) -> None:
+    finished = shutil.copytree(uninterrupted(1), tmp_path / "finished")
     before = torch.load(finished / "final_rank0.pt")
     again = launch(finished, 1)
     assert again.returncode == 0

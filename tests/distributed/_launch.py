@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
@@ -13,10 +14,32 @@ from typing import Any
 WORKERS = Path(__file__).parent / "workers"
 
 
+# Ports are handed out below Linux's ephemeral range (32768-60999), where no connecting socket
+# (gloo's, the TCP store's clients') is given one by the kernel, and each pytest-xdist worker
+# has a block of its own: two tests running side by side never pick the same port between
+# checking it and their launcher binding it.
+_PORTS_PER_WORKER = 500
+_FIRST_PORT = 20000
+_next_port = itertools.count()
+
+
+def _worker_number() -> int:
+    name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")  # "gw3" under xdist
+    return int(name[2:]) if name[2:].isdigit() else 0
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port that nothing listens on, from this xdist worker's own block."""
+    first = _FIRST_PORT + _worker_number() * _PORTS_PER_WORKER
+    for _ in range(_PORTS_PER_WORKER):
+        port = first + next(_next_port) % _PORTS_PER_WORKER
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {first}-{first + _PORTS_PER_WORKER - 1}")
 
 
 def _env() -> dict[str, str]:

@@ -4,8 +4,10 @@ the uninterrupted run's final weights bit for bit: on one process and through to
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,10 +39,27 @@ def final_weights(out: Path, nproc: int) -> list[dict[str, object]]:
     return [torch.load(out / f"final_rank{rank}.pt") for rank in range(nproc)]
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
+    """The run without a kill on ``nproc`` processes, launched once for every test that
+    compares with it (the kills and the checkpoint mode change only the resumed runs)."""
+    runs: dict[int, Path] = {}
+
+    def run(nproc: int) -> Path:
+        if nproc not in runs:
+            out = tmp_path_factory.mktemp(f"uninterrupted_{nproc}")
+            done = launch(out, nproc)
+            assert done.returncode == 0, done.stderr[-3000:]
+            runs[nproc] = out
+        return runs[nproc]
+
+    return run
+
+
 @pytest.mark.parametrize("background", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
-    tmp_path: Path, nproc: int, background: bool
+    tmp_path: Path, nproc: int, background: bool, uninterrupted: Callable[[int], Path]
 ) -> None:
     seed = random.randrange(10**6)
     rng = random.Random(seed)
@@ -52,10 +71,7 @@ def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
     story = f"seed {seed}: SIGKILL after steps {kills} and inside the 2nd checkpoint of a launch"
     mode = ["--async"] if background else []
 
-    reference = tmp_path / "uninterrupted"
-    done = launch(reference, nproc)
-    assert done.returncode == 0, done.stderr[-3000:]
-
+    reference = uninterrupted(nproc)
     resumed = tmp_path / "resumed"
     for kill in (["--kill-at-step", str(kills[0])], ["--kill-at-step", str(kills[1])],
                  ["--kill-in-checkpoint", "2"]):  # fmt: skip
@@ -97,12 +113,14 @@ def test_a_killed_curriculum_resumes_to_the_uninterrupted_weights(
             assert torch.equal(weight, got[rank]["weights"][name]), f"{name} differs"
 
 
-def test_a_finished_run_resumes_to_nothing(tmp_path: Path) -> None:
-    assert launch(tmp_path, 1).returncode == 0
-    before = torch.load(tmp_path / "final_rank0.pt")
-    again = launch(tmp_path, 1)
+def test_a_finished_run_resumes_to_nothing(
+    tmp_path: Path, uninterrupted: Callable[[int], Path]
+) -> None:
+    finished = shutil.copytree(uninterrupted(1), tmp_path / "finished")
+    before = torch.load(finished / "final_rank0.pt")
+    again = launch(finished, 1)
     assert again.returncode == 0
     assert "already finished" in again.stderr
-    after = torch.load(tmp_path / "final_rank0.pt")
+    after = torch.load(finished / "final_rank0.pt")
     for name, weight in before["weights"].items():
         assert torch.equal(weight, after["weights"][name])

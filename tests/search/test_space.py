@@ -114,6 +114,14 @@ def test_yaml_errors_name_the_key_and_the_file(
     assert caught.value.file == str(path)
 
 
+def test_a_former_name_says_what_to_write() -> None:
+    with pytest.raises(SearchSpaceError) as caught:
+        read_space({"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2}})
+    assert caught.value.key == "learning_rate"
+    assert "write optimizer_kwargs.lr" in caught.value.problem
+    assert "from accmt import HyperParameterSearch" in caught.value.problem
+
+
 def test_module_arguments_are_checked_against_get_module_fn() -> None:
     def build(hidden: int = 8) -> None: ...
 

@@ -39,6 +39,19 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
+# Former names of parameters, with what to write instead (error messages only).
+FORMER_NAMES = {
+    "train_batch_size": "batch_size",
+    "eval_batch_size": "batch_size: [train, evaluation]",
+    "learning_rate": "optimizer_kwargs.lr",
+    "beta1": "optimizer_kwargs.betas: [beta1, beta2]",
+    "beta2": "optimizer_kwargs.betas: [beta1, beta2]",
+    "eps": "optimizer_kwargs.eps",
+    "weight_decay": "optimizer_kwargs.weight_decay",
+    "warmup_ratio": "scheduler_kwargs.warmup_ratio",
+}
+
+
 SpaceFunction = Callable[["optuna.trial.BaseTrial"], Mapping[str, Any]]
 """``space(trial)``: suggests on the trial, returns ``{name: value}``."""
 SpaceSource = Mapping[str, Any] | str | os.PathLike[str] | SpaceFunction
@@ -158,6 +171,14 @@ def _numbers(value: Any) -> Any:
 def _check_name(name: str, file: str | None) -> None:
     if name in FIELDS:
         return
+    if name in FORMER_NAMES:
+        raise SearchSpaceError(
+            name,
+            f"a former name: write {FORMER_NAMES[name]}. The accmt package's "
+            "HyperParameterSearch.set_parameters (from accmt import HyperParameterSearch) still "
+            "takes it.",
+            file,
+        )
     head, dot, tail = name.partition(".")
     if dot and head in PREFIXES and _IDENTIFIER.fullmatch(tail):
         return

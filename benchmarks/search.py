@@ -114,10 +114,10 @@ def search_once(
     )
     search.set_space({
         "epochs": epochs,
-        "train_batch_size": 32,
-        "eval_batch_size": 512,
-        "learning_rate": {"type": "float", "low": 1e-5, "high": 1e-1, "log": True},
-        "weight_decay": {"type": "float", "low": 1e-6, "high": 1e-1, "log": True},
+        "batch_size": [32, 512],
+        "optimizer": "AdamW",
+        "optimizer_kwargs.lr": {"type": "float", "low": 1e-5, "high": 1e-1, "log": True},
+        "optimizer_kwargs.weight_decay": {"type": "float", "low": 1e-6, "high": 1e-1, "log": True},
         "module.hidden": {"type": "int", "low": 16, "high": 256, "log": True},
         "module.dropout": {"type": "float", "low": 0.0, "high": 0.5},
     })  # fmt: skip
@@ -208,7 +208,8 @@ def one_configuration(
     search.set_space({
         "epochs": hps.epochs,
         "batch_size": hps.batch_size,
-        "learning_rate": {"type": "categorical", "choices": [hps.optimizer_kwargs["lr"]]},
+        "optimizer": hps.optimizer,
+        "optimizer_kwargs.lr": {"type": "categorical", "choices": [hps.optimizer_kwargs["lr"]]},
         **{f"module.{name}": value for name, value in module.items()},
     })  # fmt: skip
     return search

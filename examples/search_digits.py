@@ -9,7 +9,7 @@ sampled learning rate, batch size and schedule in ``<output>/trial_<number>/``, 
 validation accuracy after every epoch; the median pruner stops trials that fall behind. The
 study lives in ``<output>/study.db``: kill the search and start it again, and it finishes the
 trials left (a cut-off trial resumes from its checkpoint). At the end, ``<output>`` holds
-``trials.csv``, ``best_hps.yaml`` (accmt 1.x's layout, for ``Trainer``) and ``plots/``.
+``trials.csv``, ``best_hps.yaml`` (for ``Trainer``) and ``plots/``.
 """
 
 from __future__ import annotations
@@ -71,11 +71,13 @@ def main() -> None:
     search.set_space({
         "epochs": args.epochs,
         "optimizer": "AdamW",
-        "learning_rate": {"type": "float", "low": 1e-4, "high": 3e-2, "log": True},
-        "weight_decay": [0.0, 0.05],
-        "train_batch_size": [32, 64, 128],
-        "eval_batch_size": 256,
-        "scheduler": {"linear": "LinearWithWarmup", "cosine": "CosineWithWarmup"},
+        "optimizer_kwargs.lr": {"type": "float", "low": 1e-4, "high": 3e-2, "log": True},
+        "optimizer_kwargs.weight_decay": {"type": "float", "low": 0.0, "high": 0.05},
+        # (train, evaluation) batch sizes, stored in the study by their labels.
+        "batch_size": {"type": "categorical",
+                       "choices": {"32": [32, 256], "64": [64, 256], "128": [128, 256]}},
+        "scheduler": {"type": "categorical", "choices": ["LinearWithWarmup", "CosineWithWarmup"]},
+        "scheduler_kwargs.warmup_ratio": 0.1,
         "module.hidden": {"type": "int", "low": 32, "high": 256, "step": 32},
         "module.dropout": {"type": "float", "low": 0.0, "high": 0.5},
     })  # fmt: skip

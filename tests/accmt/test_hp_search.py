@@ -1,4 +1,5 @@
-"""accmt 1.x's HyperParameterSearch snippet runs unchanged through the meta-package."""
+"""accmt 1.x's HyperParameterSearch runs unchanged through the meta-package: its snippet, a list
+of validation datasets and a best_metric_fn that reads 1.x's names."""
 
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ import torch
 from accelerate.state import AcceleratorState
 from sklearn.datasets import load_digits
 from torch.utils.data import TensorDataset
+
+from accmt import Accuracy, HyperParameterSearch
+from accmt._one_x._search import OneXMetrics
+from accmt_search import EvaluationMetrics
+from tests.search._data import DigitsMLP, digits
 
 
 @pytest.fixture(autouse=True)
@@ -72,3 +78,34 @@ def test_the_1x_snippet_runs_unchanged(tmp_path: Path, monkeypatch: pytest.Monke
     # The default objective is the validation loss, as 1.x's metrics["0"]["valid_loss"].
     assert 0 < best.value < 2.5
     assert (tmp_path / "hp_search" / "best_hps.yaml").read_text().startswith("hps:\n")
+
+
+def test_best_metric_fn_reads_1x_names_and_a_list_of_validation_sets(
+    tmp_path: Path,
+) -> None:
+    train, valid = digits()
+    seen: list[EvaluationMetrics] = []
+
+    def objective(metrics: EvaluationMetrics) -> float:
+        seen.append(metrics)
+        return metrics["0"]["valid_loss"]
+
+    found = HyperParameterSearch(
+        DigitsMLP, train, [valid, valid], metrics=[Accuracy()], output_dir=tmp_path, log_with=None
+    )
+    found.set_parameters(epochs=1, train_batch_size=64, learning_rate=[1e-3, 1e-2])
+    result = found.optimize(objective, n_trials=1, plots=False)
+    assert set(seen[-1]) == {"0", "1"}
+    assert set(seen[-1]["1"]) == {"loss", "accuracy"}
+    assert result.value == seen[-1]["0"]["loss"]
+
+
+def test_evaluation_metrics_read_1x_names() -> None:
+    metrics = OneXMetrics({"validation": {"loss": 0.5, "accuracy": 0.9}})
+    assert metrics["validation"]["accuracy"] == 0.9
+    assert metrics["0"]["valid_loss"] == 0.5  # accmt 1.x's default objective
+    assert metrics == {"validation": {"loss": 0.5, "accuracy": 0.9}}
+    with pytest.raises(KeyError):
+        metrics["1"]
+    with pytest.raises(KeyError):
+        metrics["0"]["valid_accuracy"]

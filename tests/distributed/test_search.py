@@ -43,7 +43,7 @@ def test_both_processes_train_the_same_trials_and_the_study_has_n_trials(tmp_pat
     # Both processes trained the very same configuration in each trial, and stopped together.
     assert ranks[0] == ranks[1]
     for line, trial in zip(ranks[0], (trials[0], trials[1], trials[3]), strict=True):
-        assert line["hps"]["optimizer_kwargs"]["lr"] == trial.params["learning_rate"]
+        assert line["hps"]["optimizer_kwargs"]["lr"] == trial.params["optimizer_kwargs.lr"]
         assert line["hidden"] == trial.params["module.hidden"]
     steps = [line["global_step"] for line in ranks[0]]
     assert steps == [2 * STEPS_PER_EPOCH, STEPS_PER_EPOCH, 2 * STEPS_PER_EPOCH]

@@ -78,15 +78,14 @@ def test_the_study_is_read_again_unless_the_asked_trial_is_new_in_a_free_place()
     assert not _fresh([*done, trial(2, TrialState.WAITING)], 3)
 
 
-def test_evaluation_metrics_read_1x_names() -> None:
+def test_evaluation_metrics_are_the_results_by_set() -> None:
     metrics = EvaluationMetrics({"validation": {"loss": 0.5, "accuracy": 0.9}})
     assert metrics["validation"]["accuracy"] == 0.9
-    assert metrics["0"]["valid_loss"] == 0.5  # accmt 1.x's default objective
     assert metrics == {"validation": {"loss": 0.5, "accuracy": 0.9}}
     with pytest.raises(KeyError):
-        metrics["1"]
+        metrics["0"]
     with pytest.raises(KeyError):
-        metrics["0"]["valid_accuracy"]
+        metrics["validation"]["valid_loss"]
 
 
 def test_the_default_objective_is_the_validation_loss_over_the_sets() -> None:

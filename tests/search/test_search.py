@@ -33,8 +33,9 @@ from ._data import DigitsMLP, PruneTrial
 Data = tuple[TensorDataset, TensorDataset]
 SPACE: dict[str, Any] = {
     "epochs": 2,
-    "train_batch_size": 32,
-    "learning_rate": [1e-3, 3e-2],
+    "batch_size": 32,
+    "optimizer": "AdamW",
+    "optimizer_kwargs.lr": {"type": "float", "low": 1e-3, "high": 3e-2, "log": True},
     "module.hidden": {"type": "categorical", "choices": [16, 32]},
 }
 STEPS_PER_EPOCH = 13  # 400 training samples in batches of 32
@@ -115,11 +116,11 @@ def test_each_trial_trains_in_its_folder_and_the_best_is_written(
         assert list((folder / "logs").rglob("events.out.tfevents.*")), "no logs of its own"
         assert not (folder / "checkpoints").exists()  # an ended trial does not need them
         assert record(trial)["optimizer_steps"] == 2 * STEPS_PER_EPOCH
-    assert result.hps.optimizer_kwargs["lr"] == best.params["learning_rate"]
+    assert result.hps.optimizer_kwargs["lr"] == best.params["optimizer_kwargs.lr"]
     assert HyperParameters.from_yaml(tmp_path / "best_hps.yaml") == result.hps
     rows = read_csv(tmp_path / "trials.csv")
     assert [row["state"] for row in rows] == ["COMPLETE"] * 3
-    assert {"params_learning_rate", "params_module.hidden", "optimizer_steps"} <= set(rows[0])
+    assert {"params_optimizer_kwargs.lr", "params_module.hidden", "optimizer_steps"} <= set(rows[0])
     for plot in ("optimization_history", "param_importances", "parallel_coordinate"):
         assert (tmp_path / "plots" / f"{plot}.png").stat().st_size > 1000
     (table,) = [r.getMessage() for r in caplog.records if "best trials of" in r.getMessage()]
@@ -248,24 +249,24 @@ def test_a_seeded_search_is_reproducible(data: Data, tmp_path: Path) -> None:
     assert len({str(params) for params, _ in runs[0]}) == 3
 
 
-def test_best_metric_fn_reads_1x_names_and_a_list_of_validation_sets(
-    data: Data, tmp_path: Path
-) -> None:
+def test_best_metric_fn_reads_each_named_validation_set(data: Data, tmp_path: Path) -> None:
     train, valid = data
     seen: list[EvaluationMetrics] = []
 
     def objective(metrics: EvaluationMetrics) -> float:
         seen.append(metrics)
-        return metrics["0"]["valid_loss"]
+        return metrics["clean"]["loss"]
 
+    sets = {"clean": valid, "again": valid}
     found = HyperParameterSearch(
-        DigitsMLP, train, [valid, valid], metrics=[Accuracy()], output_dir=tmp_path, log_with=None
+        DigitsMLP, train, sets, metrics=[Accuracy()], output_dir=tmp_path, log_with=None
     )
-    found.set_parameters(epochs=1, train_batch_size=64, learning_rate=[1e-3, 1e-2])
+    lr = {"type": "float", "low": 1e-3, "high": 1e-2}
+    found.set_space({"epochs": 1, "batch_size": 64, "optimizer_kwargs.lr": lr})
     result = found.optimize(objective, n_trials=1, plots=False)
-    assert set(seen[-1]) == {"0", "1"}
-    assert set(seen[-1]["1"]) == {"loss", "accuracy"}
-    assert result.value == seen[-1]["0"]["loss"]
+    assert set(seen[-1]) == {"clean", "again"}
+    assert set(seen[-1]["again"]) == {"loss", "accuracy"}
+    assert result.value == seen[-1]["clean"]["loss"]
 
 
 def test_options_are_checked_before_any_trial(data: Data, tmp_path: Path) -> None:
@@ -277,9 +278,11 @@ def test_options_are_checked_before_any_trial(data: Data, tmp_path: Path) -> Non
     with pytest.raises(SearchConfigError, match="val_dataset"):
         HyperParameterSearch(DigitsMLP, train, None)  # type: ignore[arg-type]
     found = HyperParameterSearch(DigitsMLP, train, valid, output_dir=tmp_path, log_with=None)
-    with pytest.raises(SearchConfigError, match="set_parameters"):
+    with pytest.raises(SearchConfigError, match="set_space"):
         found.optimize()
-    found.set_parameters(epochs=1)
+    found.set_space(
+        {"epochs": 1, "optimizer_kwargs.lr": {"type": "float", "low": 0.01, "high": 0.1}}
+    )
     with pytest.raises(SearchConfigError, match="direction"):
         found.optimize(direction="down")
     with pytest.raises(SearchConfigError, match="n_trials"):

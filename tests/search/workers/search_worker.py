@@ -117,8 +117,9 @@ def main() -> None:
     )  # fmt: skip
     search.set_space({
         "epochs": args.epochs,
-        "train_batch_size": 32,
-        "learning_rate": [1e-3, 3e-2],
+        "batch_size": 32,
+        "optimizer": "AdamW",
+        "optimizer_kwargs.lr": {"type": "float", "low": 1e-3, "high": 3e-2, "log": True},
         "module.hidden": {"type": "categorical", "choices": [16, 32]},
     })  # fmt: skip
     if args.barrier is not None:

@@ -1,9 +1,9 @@
 """accmt-search: hyperparameter search for the accmt Trainer, on optuna.
 
-``HyperParameterSearch`` keeps accmt 1.x's API (``set_parameters``, ``optimize``) and adds a
-study that survives (SQLite by default, any RDB URL for many machines), pruning through the
-Trainer's stop request, N processes per trial, and spaces over any hyperparameter or argument of
-the module, from a dict, a YAML file or a function of the trial.
+``HyperParameterSearch`` searches a space over any hyperparameter or argument of the module
+(``set_space``: a dict, a YAML file or a function of the trial) with ``optimize``, in a study
+that survives (SQLite by default, any RDB URL for many machines), pruning through the Trainer's
+stop request, on N processes per trial.
 """
 
 from ._errors import SearchConfigError, SearchError, SearchSpaceError, StudyError

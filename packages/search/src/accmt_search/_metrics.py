@@ -1,4 +1,4 @@
-"""What ``best_metric_fn`` receives: one evaluation's results, readable in accmt 1.x's form."""
+"""What ``best_metric_fn`` receives: one evaluation's results, by validation set."""
 
 from __future__ import annotations
 
@@ -7,15 +7,7 @@ from typing import Any
 
 
 class SetMetrics(dict[str, float]):
-    """One validation set's results: ``{"loss": 0.21, "accuracy": 0.95, ...}``.
-
-    ``metrics["valid_loss"]`` (accmt 1.x's name) reads ``"loss"``.
-    """
-
-    def __missing__(self, key: str) -> float:
-        if key == "valid_loss" and "loss" in self:
-            return self["loss"]
-        raise KeyError(key)
+    """One validation set's results: ``{"loss": 0.21, "accuracy": 0.95, ...}``."""
 
 
 class EvaluationMetrics(dict[str, SetMetrics]):
@@ -23,18 +15,12 @@ class EvaluationMetrics(dict[str, SetMetrics]):
     "accuracy": 0.95}}``.
 
     The sets are named as the Trainer names them: ``"validation"`` for a single dataset, the
-    keys of a dict of datasets, and ``"0"``, ``"1"``, ... for a list of datasets. Each set holds
-    ``"loss"`` (the mean validation loss) and one value per metric. As in accmt 1.x,
-    ``metrics["0"]`` reads the first set and ``metrics["0"]["valid_loss"]`` its loss.
+    keys of a dict of datasets. Each set holds ``"loss"`` (the mean validation loss) and one
+    value per metric.
     """
 
     def __init__(self, results: Mapping[str, Mapping[str, float]]) -> None:
         super().__init__({key: SetMetrics(values) for key, values in results.items()})
-
-    def __missing__(self, key: str) -> SetMetrics:
-        if key == "0" and self:
-            return next(iter(self.values()))
-        raise KeyError(key)
 
 
 def validation_loss(metrics: EvaluationMetrics) -> float:

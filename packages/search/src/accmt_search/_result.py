@@ -17,9 +17,9 @@ class SearchResult:
     - ``value``: its objective (the last evaluation's ``best_metric_fn``).
     - ``params``: its parameters as the study stores them (a choice given as a mapping is stored
       by its label).
-    - ``hps``: the :class:`HyperParameters` it trained with; ``hps.to_yaml(path)`` writes it in
-      accmt 1.x's layout, for a ``Trainer`` to train it again (``optimize`` writes it to
-      ``best_hps.yaml`` in the output folder).
+    - ``hps``: the :class:`HyperParameters` it trained with; ``hps.to_yaml(path)`` writes it
+      for a ``Trainer`` to train it again (``optimize`` writes it to ``best_hps.yaml`` in the
+      output folder).
     - ``module_kwargs``: the keyword arguments it gave ``get_module_fn``.
     - ``trial_number``: its number in the study; it trained in ``output_dir/folder``.
     - ``finished``: trials finished (complete, pruned, or failed by their own error).

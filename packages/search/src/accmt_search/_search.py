@@ -1,4 +1,4 @@
-"""HyperParameterSearch: accmt 1.x's API, on optuna, resumable, pruned, on N processes."""
+"""HyperParameterSearch: a space, searched on optuna, resumable, pruned, on N processes."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ._processes import ProcessLink
 from ._resolve import check_module_arguments, resolve
 from ._result import SearchResult
 from ._signals import StopRequest
-from ._space import SearchSpace, Space, SpaceSource, from_parameters, read_space
+from ._space import SearchSpace, Space, SpaceSource, read_space
 from ._study import make_storage, open_study
 from ._trial import TRIAL_DEFAULTS, TrialSetup, fresh_copy
 
@@ -36,19 +36,20 @@ _OWNED = ("hps_config", "model_path", "resume")
 class HyperParameterSearch:
     """Search hyperparameters with optuna, each trial a ``Trainer.fit`` in its own folder.
 
-    As in accmt 1.x::
+    ::
 
         search = HyperParameterSearch(get_module_fn, train_dataset, val_dataset, metrics=None,
                                       **trainer_kwargs)
-        search.set_parameters(train_batch_size=[16, 32, 64], epochs=3,
-                              learning_rate=[1e-4, 1e-2], optimizer="AdamW")
+        search.set_space({"epochs": 3, "optimizer": "AdamW",
+                          "batch_size": {"type": "categorical", "choices": [16, 32, 64]},
+                          "optimizer_kwargs.lr": {"type": "float", "low": 1e-4, "high": 1e-2,
+                                                  "log": True}})
         result = search.optimize(best_metric_fn=None, direction="minimize", n_trials=10)
 
     - ``get_module_fn``: builds a fresh :class:`AcceleratorModule` for each trial. It may take
       keyword arguments, which a space searches as ``module.<name>``.
     - ``train_dataset`` / ``val_dataset``: the data of every trial; ``val_dataset`` is a
-      dataset, a dict of named datasets or (as in 1.x) a list of datasets, named ``"0"``,
-      ``"1"``, ...
+      dataset or a dict of named datasets.
     - ``metrics``: the Trainer's ``metrics`` (what ``best_metric_fn`` can read besides the loss).
     - ``output_dir``: the search's folder: the study (``study.db``, unless ``optimize`` is given
       another storage), ``trial_<number>/`` for each trial (its logs; its checkpoints while it
@@ -58,15 +59,14 @@ class HyperParameterSearch:
       trials save no best models, keep one checkpoint and show no progress bar of their own.
       ``seed`` also seeds the default sampler and each trial's model construction.
 
-    The space is given by :meth:`set_parameters` (1.x) or :meth:`set_space` (a dict, a YAML file
-    or a function of the trial).
+    The space is given by :meth:`set_space` (a dict, a YAML file or a function of the trial).
     """
 
     def __init__(
         self,
         get_module_fn: Callable[..., AcceleratorModule],
         train_dataset: Dataset[Any],
-        val_dataset: Dataset[Any] | Sequence[Dataset[Any]] | Mapping[str, Dataset[Any]],
+        val_dataset: Dataset[Any] | Mapping[str, Dataset[Any]],
         metrics: Sequence[Metric] | Mapping[str, Sequence[Metric]] | None = None,
         *,
         output_dir: str | os.PathLike[str] = "hp_search",
@@ -111,47 +111,19 @@ class HyperParameterSearch:
 
     # ------------------------------------------------------------------------- the space
 
-    def set_parameters(
-        self,
-        *,
-        train_batch_size: int | list[int] | tuple[int, ...] = 1,
-        epochs: int | list[int] | tuple[int, ...] = 1,
-        max_steps: int | list[int] | tuple[int, ...] | None = None,
-        learning_rate: float | list[float] | tuple[float, ...] | None = None,
-        beta1: float | list[float] | tuple[float, ...] = 0.9,
-        beta2: float | list[float] | tuple[float, ...] = 0.999,
-        eps: float | list[float] | tuple[float, ...] = 1e-08,
-        weight_decay: float | list[float] | tuple[float, ...] = 0.01,
-        scheduler: Any = None,
-        warmup_ratio: float | list[float] | tuple[float, ...] = 0.1,
-        step_scheduler_per_epoch: bool = False,
-        optimizer: Any = "AdamW",
-        eval_batch_size: int | list[int] | tuple[int, ...] | None = None,
-    ) -> None:
-        """Set the space as accmt 1.x did: a single value is fixed, a list of two numbers is a
-        range (int for ``epochs`` and ``max_steps``; float otherwise, on a log scale for
-        ``learning_rate`` and ``eps``), a tuple is a choice, a list of batch sizes is a choice,
-        and a dict of schedulers (``{"linear": "LinearWithWarmup", ...}``) is a choice between
-        them. ``learning_rate`` defaults to the range [1e-7, 1e-3] on a log scale. ``optimizer``
-        is any optimizer ``HyperParameters`` takes; ``beta1``, ``beta2``, ``eps`` and
-        ``weight_decay`` left at their defaults are dropped for an optimizer that does not take
-        them, as ``warmup_ratio`` is for a scheduler without a warmup. Ranges are checked now:
-        errors name the parameter.
-        """
-        given = dict(locals())
-        del given["self"]
-        self._use(from_parameters(given))
-
     def set_space(self, space: SpaceSource) -> None:
         """Set the space from a dict, a YAML file (its ``search:`` section) or a function.
 
-        Names: ``set_parameters``' (with 1.x's shorthands and defaults), any HyperParameters
-        field, ``optimizer_kwargs.<arg>``, ``scheduler_kwargs.<arg>``, and ``module.<arg>`` for a
-        keyword argument of ``get_module_fn``. A searched value is ``{"type": "float", "low",
-        "high", "log", "step"}``, ``{"type": "int", "low", "high", "step", "log"}`` or ``{"type":
-        "categorical", "choices"}`` (a list, or a mapping from label to value); any other value
-        is fixed. A function ``space(trial)`` suggests on the optuna trial (conditional spaces)
-        and returns ``{name: value}`` with the same names. Errors name the key and the file.
+        Names: any HyperParameters field (``epochs``, ``batch_size``, ``optimizer``, ...),
+        ``optimizer_kwargs.<arg>``, ``scheduler_kwargs.<arg>``, and ``module.<arg>`` for a
+        keyword argument of ``get_module_fn``; what the space does not name is HyperParameters'
+        default. A searched value is ``{"type": "float", "low", "high", "log", "step"}``,
+        ``{"type": "int", "low", "high", "step", "log"}`` or ``{"type": "categorical",
+        "choices"}`` (a list, or a mapping from label to value); any other value is fixed. A
+        function ``space(trial)`` suggests on the optuna trial (conditional spaces) and returns
+        ``{name: value}`` with the same names. A dict or YAML space is checked now (every choice
+        and both ends of every range must make a valid HyperParameters); errors name the key
+        and the file.
         """
         self._use(read_space(space))
 
@@ -189,8 +161,8 @@ class HyperParameterSearch:
         """Run the study until ``n_trials`` trials have finished, and return the best.
 
         - ``best_metric_fn(metrics)``: the objective, from an evaluation's results
-          (:class:`EvaluationMetrics`: ``{"validation": {"loss": ..., "accuracy": ...}}``;
-          ``metrics["0"]["valid_loss"]`` works as in 1.x). Default: the validation loss. It is
+          (:class:`EvaluationMetrics`: ``{"validation": {"loss": ..., "accuracy": ...}}``, a
+          dict of validation sets' results). Default: the validation loss. It is
           reported to optuna after every evaluation (for pruning); a trial's value is that of
           its last evaluation.
         - ``direction``: ``"minimize"`` or ``"maximize"``.
@@ -217,9 +189,7 @@ class HyperParameterSearch:
         the best so far with ``interrupted=True``.
         """
         if self.space is None:
-            raise SearchConfigError(
-                "optimize: no search space; call set_parameters(...) or set_space(...) first"
-            )
+            raise SearchConfigError("optimize: no search space; call set_space(...) first")
         direction = _direction(direction)
         if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
             raise SearchConfigError(
@@ -261,11 +231,8 @@ def _direction(direction: str) -> Literal["minimize", "maximize"]:
     return "maximize" if lowered == "maximize" else "minimize"
 
 
-def validation_sets(
-    val_dataset: Dataset[Any] | Sequence[Dataset[Any]] | Mapping[str, Dataset[Any]],
-) -> Dataset[Any] | Mapping[str, Dataset[Any]]:
-    """The validation data as the Trainer takes it; a list of datasets (1.x) becomes a dict
-    named ``"0"``, ``"1"``, ..."""
+def validation_sets(val_dataset: Any) -> Dataset[Any] | Mapping[str, Dataset[Any]]:
+    """The validation data as the Trainer takes it: a dataset or a dict of named datasets."""
     if val_dataset is None:
         raise SearchConfigError(
             "HyperParameterSearch(val_dataset=...): the search measures each trial on "
@@ -276,5 +243,10 @@ def validation_sets(
         and val_dataset
         and all(isinstance(item, Dataset) for item in val_dataset)
     ):
-        return {str(index): dataset for index, dataset in enumerate(val_dataset)}
-    return val_dataset  # type: ignore[return-value]
+        raise SearchConfigError(
+            "HyperParameterSearch(val_dataset=[...]): a list of datasets is a former spelling: "
+            "pass a dict of named datasets ({'0': ..., '1': ...}). The accmt package's "
+            "HyperParameterSearch (from accmt import HyperParameterSearch) still accepts it."
+        )
+    data: Dataset[Any] | Mapping[str, Dataset[Any]] = val_dataset
+    return data

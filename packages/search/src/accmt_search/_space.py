@@ -1,20 +1,15 @@
-"""The search space: one format, read from ``set_parameters``, a dict or YAML file, or a
-``space(trial)`` function.
+"""The search space: one format, read from a dict, a YAML file, or a ``space(trial)`` function.
 
 A space maps parameter names to what each trial takes for them. The names are:
 
-- accmt 1.x's ``set_parameters`` names (``train_batch_size``, ``epochs``, ``max_steps``,
-  ``learning_rate``, ``beta1``, ``beta2``, ``eps``, ``weight_decay``, ``scheduler``,
-  ``warmup_ratio``, ``step_scheduler_per_epoch``, ``optimizer``, ``eval_batch_size``), each with
-  its 1.x default when not given;
-- any ``HyperParameters`` field (``batch_size``, ...), and any argument of the optimizer or the
-  scheduler as ``optimizer_kwargs.<name>`` / ``scheduler_kwargs.<name>``;
+- any ``HyperParameters`` field (``epochs``, ``batch_size``, ``optimizer``, ...), and any
+  argument of the optimizer or the scheduler as ``optimizer_kwargs.<name>`` /
+  ``scheduler_kwargs.<name>``;
 - any keyword argument of ``get_module_fn`` as ``module.<name>``.
 
 A value is fixed, or searched: ``{type: float, low, high, log, step}``, ``{type: int, low, high,
-step, log}`` or ``{type: categorical, choices}`` (a list, or a mapping from label to value). The
-1.x names also keep 1.x's shorthands: a list of two numbers is a range, a tuple is a choice, a
-list of batch sizes is a choice, and a dict of schedulers is a choice between them.
+step, log}`` or ``{type: categorical, choices}`` (a list, or a mapping from label to value).
+What the space does not name is ``HyperParameters``' default.
 """
 
 from __future__ import annotations
@@ -33,7 +28,6 @@ from accmt_trainer import HyperParameters
 
 from ._distributions import Choice, Distribution, Fixed, FloatRange, IntRange
 from ._errors import SearchSpaceError
-from ._one_x_names import ONE_X_DEFAULTS, TARGETS, check_bounds, parse_one_x
 from ._specs import is_spec, parse_spec
 
 if TYPE_CHECKING:
@@ -45,6 +39,19 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
+# Former names of parameters, with what to write instead (error messages only).
+FORMER_NAMES = {
+    "train_batch_size": "batch_size",
+    "eval_batch_size": "batch_size: [train, evaluation]",
+    "learning_rate": "optimizer_kwargs.lr",
+    "beta1": "optimizer_kwargs.betas: [beta1, beta2]",
+    "beta2": "optimizer_kwargs.betas: [beta1, beta2]",
+    "eps": "optimizer_kwargs.eps",
+    "weight_decay": "optimizer_kwargs.weight_decay",
+    "warmup_ratio": "scheduler_kwargs.warmup_ratio",
+}
+
+
 SpaceFunction = Callable[["optuna.trial.BaseTrial"], Mapping[str, Any]]
 """``space(trial)``: suggests on the trial, returns ``{name: value}``."""
 SpaceSource = Mapping[str, Any] | str | os.PathLike[str] | SpaceFunction
@@ -53,39 +60,28 @@ SpaceSource = Mapping[str, Any] | str | os.PathLike[str] | SpaceFunction
 
 @attrs.frozen
 class Assignment:
-    """What one trial takes: a value per name, and which names the user gave (the others are
-    1.x defaults, dropped where the chosen optimizer or scheduler does not take them)."""
+    """What one trial takes: a value per name."""
 
     values: dict[str, Any]
-    explicit: frozenset[str]
 
 
 @attrs.frozen
 class SearchSpace:
-    """A parsed space: a distribution per name, 1.x defaults included."""
+    """A parsed space: a distribution per name."""
 
     entries: dict[str, Distribution]
-    explicit: frozenset[str]
     file: str | None = None
 
     @classmethod
     def build(
         cls, given: Mapping[str, Any], file: str | os.PathLike[str] | None = None
     ) -> SearchSpace:
-        """Parse ``given`` (name to value or spec) and add the 1.x defaults it does not replace."""
+        """Parse ``given`` (name to value or spec)."""
         where = None if file is None else os.fspath(file)
         flat = _flatten(given, where)
         for name in flat:
             _check_name(name, where)
-        entries = {name: _parse(name, value, where) for name, value in flat.items()}
-        _check_conflicts(entries, where)
-        # A setting given by its own name (batch_size, optimizer_kwargs.lr) replaces the 1.x
-        # defaults that fill it.
-        replaced = {name for name in entries if name not in ONE_X_DEFAULTS}
-        for name, default in ONE_X_DEFAULTS.items():
-            if name not in entries and TARGETS.get(name, name) not in replaced:
-                entries[name] = default if isinstance(default, FloatRange) else Fixed(default)
-        return cls(entries, frozenset(flat), where)
+        return cls({name: _parse(name, value, where) for name, value in flat.items()}, where)
 
     @classmethod
     def from_yaml(cls, path: str | os.PathLike[str]) -> SearchSpace:
@@ -106,17 +102,16 @@ class SearchSpace:
 
     def sample(self, trial: optuna.trial.BaseTrial) -> Assignment:
         """Draw every value from ``trial`` (fixed ones as they are)."""
-        values = {name: entry.sample(trial, name) for name, entry in self.entries.items()}
-        return Assignment(values, self.explicit)
+        return Assignment({name: entry.sample(trial, name) for name, entry in self.entries.items()})
 
     def probes(self) -> Iterator[Assignment]:
         """Assignments that stand for the space when it is checked before the first trial:
         every distribution at its first probe, then each probe of each in turn."""
         base = {name: entry.probes()[0] for name, entry in self.entries.items()}
-        yield Assignment(base, self.explicit)
+        yield Assignment(base)
         for name, entry in self.entries.items():
             for value in entry.probes()[1:]:
-                yield Assignment({**base, name: value}, self.explicit)
+                yield Assignment({**base, name: value})
 
     def error(self, key: str, problem: str) -> SearchSpaceError:
         return SearchSpaceError(key, problem, self.file)
@@ -125,7 +120,7 @@ class SearchSpace:
 @attrs.frozen
 class FunctionSpace:
     """A ``space(trial)`` function: it suggests what it wants on the trial and returns the
-    values by name, in the format above; 1.x defaults fill the rest."""
+    values by name, in the format above."""
 
     function: SpaceFunction
 
@@ -142,22 +137,6 @@ class FunctionSpace:
 Space = SearchSpace | FunctionSpace
 
 
-def from_parameters(given: Mapping[str, Any]) -> SearchSpace:
-    """The space of ``set_parameters``: only the arguments that differ from 1.x's defaults
-    count as given (so a default that the optimizer does not take is dropped, as in 1.x)."""
-    changed = {
-        name: value
-        for name, value in given.items()
-        if not (name in ONE_X_DEFAULTS and _same(value, ONE_X_DEFAULTS[name]))
-        and not (name == "learning_rate" and value is None)
-    }
-    return SearchSpace.build(changed)
-
-
-def _same(value: Any, default: Any) -> bool:
-    return type(value) is type(default) and bool(value == default)
-
-
 def _flatten(given: Mapping[str, Any], file: str | None) -> dict[str, Any]:
     """``{"module": {"hidden": ...}}`` as ``{"module.hidden": ...}`` (also the two kwargs)."""
     if not isinstance(given, Mapping):
@@ -167,10 +146,13 @@ def _flatten(given: Mapping[str, Any], file: str | None) -> dict[str, Any]:
         if not isinstance(key, str):
             raise SearchSpaceError(str(key), "parameter names must be strings", file)
         if key in PREFIXES and isinstance(value, Mapping) and not is_spec(value):
-            for inner, item in value.items():
-                flat[f"{key}.{inner}"] = item
+            pairs = [(f"{key}.{inner}", item) for inner, item in value.items()]
         else:
-            flat[key] = value
+            pairs = [(key, value)]
+        for name, item in pairs:
+            if name in flat:  # module: {hidden: ...} and module.hidden
+                raise SearchSpaceError(name, "given twice; give one of them, not both", file)
+            flat[name] = item
     return flat
 
 
@@ -187,29 +169,29 @@ def _numbers(value: Any) -> Any:
 
 
 def _check_name(name: str, file: str | None) -> None:
-    if name in ONE_X_DEFAULTS or name in FIELDS:
+    if name in FIELDS:
         return
+    if name in FORMER_NAMES:
+        raise SearchSpaceError(
+            name,
+            f"a former name: write {FORMER_NAMES[name]}. The accmt package's "
+            "HyperParameterSearch.set_parameters (from accmt import HyperParameterSearch) still "
+            "takes it.",
+            file,
+        )
     head, dot, tail = name.partition(".")
     if dot and head in PREFIXES and _IDENTIFIER.fullmatch(tail):
         return
-    known = [*ONE_X_DEFAULTS, *FIELDS, *(f"{prefix}.<name>" for prefix in PREFIXES)]
+    known = [*FIELDS, *(f"{prefix}.<name>" for prefix in PREFIXES)]
     close = difflib.get_close_matches(name, known, n=2)
     hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
     raise SearchSpaceError(
         name,
-        f"not a parameter{hint}; the names are set_parameters' ({', '.join(ONE_X_DEFAULTS)}), "
-        f"HyperParameters fields ({', '.join(FIELDS)}), optimizer_kwargs.<name>, "
-        "scheduler_kwargs.<name> and module.<name> (a keyword argument of get_module_fn)",
+        f"not a parameter{hint}; the names are HyperParameters fields ({', '.join(FIELDS)}), "
+        "optimizer_kwargs.<name>, scheduler_kwargs.<name> and module.<name> (a keyword argument "
+        "of get_module_fn)",
         file,
     )
-
-
-def _check_conflicts(entries: Mapping[str, Distribution], file: str | None) -> None:
-    for name, target in TARGETS.items():
-        if name in entries and target in entries:
-            raise SearchSpaceError(
-                target, f"sets what {name!r} sets; give one of them, not both", file
-            )
 
 
 # ------------------------------------------------------------------------------ parsing
@@ -217,15 +199,10 @@ def _check_conflicts(entries: Mapping[str, Distribution], file: str | None) -> N
 
 def _parse(name: str, value: Any, file: str | None) -> Distribution:
     if isinstance(value, (Fixed, FloatRange, IntRange, Choice)):
-        parsed: Distribution = value
-    elif is_spec(value):
-        parsed = parse_spec(name, value, file)
-    elif name in ONE_X_DEFAULTS:
-        parsed = parse_one_x(name, value, file)
-    else:
-        parsed = Fixed(value)
-    check_bounds(name, parsed, file)
-    return parsed
+        return value
+    if is_spec(value):
+        return parse_spec(name, value, file)
+    return Fixed(value)
 
 
 def read_space(space: SpaceSource) -> Space:

@@ -37,9 +37,9 @@ logger = logging.getLogger("accmt_search")
 Objective = Callable[[EvaluationMetrics], Any]
 Kind = Literal["complete", "pruned", "failed", "interrupted"]
 
-# What a trial's Trainer gets unless the search's trainer_kwargs say otherwise: no best models
-# (as in accmt 1.x), one checkpoint to resume a cut-off trial from, no bar per trial (the
-# search shows one over trials).
+# What a trial's Trainer gets unless the search's trainer_kwargs say otherwise: no best models,
+# one checkpoint to resume a cut-off trial from, no bar per trial (the search shows one over
+# trials).
 TRIAL_DEFAULTS: dict[str, Any] = {
     "disable_model_saving": True,
     "max_checkpoints": 1,

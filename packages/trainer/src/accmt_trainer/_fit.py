@@ -52,8 +52,8 @@ class Fit:
         seed = trainer.accelerator_options.seed
         if seed is not None:
             set_seed(seed)
-        logging = trainer.logging_options
-        logs = [("logging_dir", logging.logging_dir)] if logging.log_with else []
+        tracking = trainer.logging_options
+        logs = [("logging_dir", tracking.logging_dir)] if tracking.log_with else []
         check_writable([("model_path", trainer.model_path), *logs])
         with FolderLock(trainer.model_path, self.accelerator):
             check_datasets(*datasets)

@@ -15,11 +15,13 @@ from ._hyperparameters import HyperParameters
 from ._module import AcceleratorModule, ExtendedAcceleratorModule
 from ._monitor import Monitor
 from ._namespaces import Optimizer, Scheduler
+from ._predictions import iter_predictions, load_predictions
 from ._process_group import ProcessGroupScope
 from ._registry import register_optimizer, register_scheduler
 from ._seeding import seed_everything
 from ._signals import stop_on_signals
 from ._trainer import Trainer
+from ._weights import load_weights
 
 __all__ = [
     "AcceleratorModule",
@@ -41,6 +43,9 @@ __all__ = [
     "Trainer",
     "TrainerConfigError",
     "TrainerError",
+    "iter_predictions",
+    "load_predictions",
+    "load_weights",
     "register_optimizer",
     "register_scheduler",
     "seed_everything",

@@ -79,7 +79,12 @@ class AcceleratorOptions:
         return TorchDynamoPlugin(**{"backend": "inductor", **self.compile_kwargs})
 
 
-def make_accelerator(options: AcceleratorOptions, logging: LoggingOptions) -> Accelerator:
+def make_accelerator(
+    options: AcceleratorOptions, logging: LoggingOptions, *, every_sample_once: bool = False
+) -> Accelerator:
+    """The run's Accelerator. ``every_sample_once`` (evaluate, predict): the loaders it prepares
+    give each process its own batches of the one-process order, the last round uneven, where
+    Accelerate's default evens them out by repeating samples from the start."""
     return Accelerator(
         cpu=use_cpu(options.cpu),
         mixed_precision=options.mixed_precision,
@@ -88,7 +93,7 @@ def make_accelerator(options: AcceleratorOptions, logging: LoggingOptions) -> Ac
         # exactly that count; Accelerate would otherwise step it once per process.
         step_scheduler_with_optimizer=False,
         dataloader_config=DataLoaderConfiguration(
-            use_seedable_sampler=True, data_seed=options.seed
+            use_seedable_sampler=True, data_seed=options.seed, even_batches=not every_sample_once
         ),
         log_with=logging.log_with,
         project_dir=str(logging.logging_dir),

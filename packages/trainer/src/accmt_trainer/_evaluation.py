@@ -68,6 +68,7 @@ class Evaluation:
         monitor: Monitor,
         log: Callable[[Mapping[str, float]], None],
         options: EvaluationOptions,
+        method: str = "validation_step",
     ) -> None:
         self.accelerator = accelerator
         self.module = module
@@ -78,8 +79,10 @@ class Evaluation:
         self.monitor = monitor
         self.log = log
         self.options = options
-        # Checked once: validation_step takes (key, batch).
-        self.validation_step = validation_call(module, self.loaders) if self.loaders else None
+        # Checked once: the step (validation_step, or test_step) takes (key, batch).
+        self.validation_step = (
+            validation_call(module, self.loaders, method) if self.loaders else None
+        )
 
     @property
     def has_data(self) -> bool:

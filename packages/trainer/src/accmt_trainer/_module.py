@@ -25,7 +25,9 @@ class AcceleratorModule:
     Optionally set ``self.teacher`` (a model kept in eval mode, never updated, moved to the
     device) and override :meth:`validation_step`, :meth:`get_optimizer`,
     :meth:`get_scheduler`, :meth:`get_train_dataloader`, :meth:`get_validation_dataloader`,
-    :meth:`collate_fn`, :meth:`before_eval` and :meth:`after_eval`. While :meth:`Trainer.fit`
+    :meth:`collate_fn`, :meth:`before_eval` and :meth:`after_eval`; for
+    :meth:`Trainer.evaluate` and :meth:`Trainer.predict`, :meth:`test_step` and
+    :meth:`predict_step`. While :meth:`Trainer.fit`
     runs, ``self.accelerator``, ``self.state`` and ``self.trainer`` are bound.
 
     :meth:`freeze` and :meth:`unfreeze` stop and restart training a part of the model, and
@@ -58,6 +60,19 @@ class AcceleratorModule:
         raise NotImplementedError(
             f"{type(self).__name__} was given validation data but does not override "
             "validation_step(key, batch)"
+        )
+
+    def test_step(self, key: str, batch: Any) -> torch.Tensor | dict[str, Any]:
+        """Evaluate one batch of the set named ``key`` in :meth:`Trainer.evaluate`, returning
+        what :meth:`validation_step` returns. Not overridden: evaluate calls validation_step."""
+        raise NotImplementedError(f"{type(self).__name__} does not override test_step")
+
+    def predict_step(self, batch: Any) -> Any:
+        """The outputs of one batch in :meth:`Trainer.predict`: a tensor whose first dimension
+        is the batch, a list with one item per sample (ragged sequences), or dicts and tuples
+        of these. Runs in eval mode without gradients."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must override predict_step(batch) to be given to predict"
         )
 
     def get_optimizer(self) -> Optimizer | None:

@@ -18,14 +18,13 @@ from ._option_checks import suggest
 from ._saving_rules import TRAIN_LOSS, VALID_LOSS, SavingRule
 
 
-def check_module(module: AcceleratorModule) -> None:
-    """``fit``'s module: an AcceleratorModule whose ``model`` is set."""
+def check_module(module: AcceleratorModule, call: str = "Trainer.fit") -> None:
+    """The module of ``call``: an AcceleratorModule whose ``model`` is set."""
     if not isinstance(module, AcceleratorModule):
-        raise TypeError(f"Trainer.fit: module must be an AcceleratorModule, got {module!r}")
+        raise TypeError(f"{call}: module must be an AcceleratorModule, got {module!r}")
     if not isinstance(getattr(module, "model", None), torch.nn.Module):
         raise TrainerConfigError(
-            f"Trainer.fit: {type(module).__name__}.model must be set to a torch.nn.Module "
-            "before fit"
+            f"{call}: {type(module).__name__}.model must be set to a torch.nn.Module first"
         )
 
 

@@ -108,8 +108,7 @@ def prepare_run(
         for stage in (stages.stages if stages else [(0, train_data, {})])
     ]
     val_loaders = {
-        key: module.get_validation_dataloader(dataset)
-        or _loader(module, dataset, hps.val_batch_size, loader_options, train=False)
+        key: evaluation_loader(module, dataset, hps, loader_options)
         for key, dataset in val_sets.items()
     }
     # None: Accelerate's own placement (on the device); False: the batches stay on the CPU.
@@ -177,14 +176,22 @@ def _train_loader(
         ) from error
 
 
+def evaluation_loader(
+    module: AcceleratorModule, dataset: Dataset[Any], hps: HyperParameters, options: LoaderOptions
+) -> DataLoader[Any]:
+    """The loader of a set to evaluate or predict: the module's own, else the Trainer's."""
+    own = module.get_validation_dataloader(dataset)
+    return own or _loader(module, dataset, hps.val_batch_size, options, train=False)
+
+
 def named_sets(
-    val_dataset: Dataset[Any] | Mapping[str, Dataset[Any]] | None,
+    val_dataset: Dataset[Any] | Mapping[str, Dataset[Any]] | None, default: str = DEFAULT_SET
 ) -> dict[str, Dataset[Any]]:
     if val_dataset is None:
         return {}
     if isinstance(val_dataset, Mapping):
         return dict(val_dataset)
-    return {DEFAULT_SET: val_dataset}
+    return {default: val_dataset}
 
 
 def metrics_per_set(

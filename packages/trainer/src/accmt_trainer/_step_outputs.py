@@ -47,29 +47,33 @@ def check_training_loss(module: object, loss: Any, *, may_be_none: bool) -> None
 
 @attrs.frozen
 class ValidationCall:
-    """How the Trainer calls a module's ``validation_step``: with ``(key, batch)``."""
+    """How the Trainer calls a module's ``validation_step`` (or ``test_step``, in
+    ``Trainer.evaluate``): with ``(key, batch)``."""
 
     module: Any
+    method: str = "validation_step"
 
     def __call__(self, key: str, batch: Any) -> Any:
-        return self.module.validation_step(key, batch)
+        return getattr(self.module, self.method)(key, batch)
 
     def where(self, key: str) -> str:
         """The call, as errors name it."""
-        return f"{type(self.module).__name__}.validation_step({key!r}, batch)"
+        return f"{type(self.module).__name__}.{self.method}({key!r}, batch)"
 
 
-def validation_call(module: object, sets: Collection[str]) -> ValidationCall:
-    """Checks once, at setup, that ``validation_step`` takes ``(key, batch)``: two positional
+def validation_call(
+    module: object, sets: Collection[str], method: str = "validation_step"
+) -> ValidationCall:
+    """Checks once, at setup, that ``method`` takes ``(key, batch)``: two positional
     parameters, or ``*args``."""
-    parameters = inspect.signature(module.validation_step).parameters.values()  # type: ignore[attr-defined]
+    parameters = inspect.signature(getattr(module, method)).parameters.values()
     positional = [p for p in parameters if p.kind in _POSITIONAL]
     if len(positional) < 2 and not any(p.kind is _VAR_POSITIONAL for p in parameters):
         raise TrainerConfigError(
-            f"{type(module).__name__}.validation_step must take (key, batch): the name of the "
-            f"validation set ({', '.join(map(repr, sorted(sets)))}) and the batch"
+            f"{type(module).__name__}.{method} must take (key, batch): the name of the "
+            f"set ({', '.join(map(repr, sorted(sets)))}) and the batch"
         )
-    return ValidationCall(module)
+    return ValidationCall(module, method)
 
 
 def split_validation_output(

@@ -8,9 +8,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import torch
-from torch.optim import Optimizer
-from torch.optim.lr_scheduler import LRScheduler
 from torch.utils.data import Dataset, Sampler
 
 from accmt_callbacks import Callback, CallbackHandler
@@ -22,14 +19,18 @@ from ._checkpoint_parts import Checkpointable, check_checkpointable
 from ._checkpoint_schedule import parse_checkpoint_every
 from ._checkpoints import CheckpointOptions
 from ._consolidation import Extra, Predicate, make_consolidation
+from ._evaluate import evaluate
 from ._evaluation import EvaluationOptions
 from ._fit import Fit, OfLatestFit
 from ._former_options import refuses_former_options
 from ._hyperparameters import HyperParameters
+from ._inference import Weights
+from ._manual_steps import ManualSteps
 from ._module import AcceleratorModule
 from ._monitor import Monitor
 from ._nonfinite import NonFinitePolicy
-from ._optimizer_step import OptimizerStep, StepOptions
+from ._optimizer_step import StepOptions
+from ._predict import predict
 from ._process_group import ProcessGroupScope
 from ._sanity_check import check_module
 from ._saving_rules import SavingRule, parse_rule
@@ -38,16 +39,14 @@ from ._stages import TrainData, training_data
 from ._trackers import LoggingOptions, LogWith, log_artifact
 
 
-class Trainer:
-    """Train an :class:`AcceleratorModule` on one CPU, one GPU or many processes.
+class Trainer(ManualSteps):
+    """Train an :class:`AcceleratorModule` on one CPU, one GPU or many processes
+    (:meth:`fit`); then :meth:`evaluate` it and :meth:`predict` with it.
 
-    The options are documented in the Trainer guide (``docs/guides/trainer.md``). Each owner
-    of the run gets its own options object, checked here (``accelerator_options``,
-    ``loader_options``, ``step_options``, ``evaluation_options``, ``checkpoint_options``,
-    ``best_model_options``, ``logging_options``); :meth:`fit` runs it. Options after
-    ``model_path`` are keyword-only; a former option name is refused with a
-    :class:`TrainerConfigError` naming what to write instead (``accmt``'s Trainer takes it).
-    """
+    The options (``docs/guides/trainer.md``) are checked here into one options object per owner
+    of the run: ``accelerator_options``, ``loader_options``, ``step_options``, ... Those after
+    ``model_path`` are keyword-only; a former name is refused with a TrainerConfigError naming
+    the 2.x spelling (``accmt``'s Trainer takes it)."""
 
     @refuses_former_options
     def __init__(
@@ -199,15 +198,45 @@ class Trainer:
         val_dataset: Dataset[Any] | Mapping[str, Dataset[Any]] | None = None,
     ) -> TrainingState:
         """Train ``module`` on ``train_dataset`` (a dataset, or a curriculum's stages),
-        evaluating on ``val_dataset`` (one dataset, or a dict of named datasets). Returns the
-        final :class:`TrainingState`. The run holds an exclusive lock on ``model_path`` until
-        it returns: a second run on the same folder fails at once, naming the holder."""
+        evaluating on ``val_dataset`` (one dataset, or a dict of named ones); returns the final
+        :class:`TrainingState`. It locks ``model_path``: a second run there fails at once."""
         check_module(module)
         datasets = (training_data(train_dataset, self.hps.max_steps), named_sets(val_dataset))
         with ProcessGroupScope() as process_group:  # torn down only if this fit made it
             self.latest_fit = Fit(self, module)
             process_group.own(self.latest_fit.accelerator)
             return self.latest_fit.train(datasets)
+
+    def evaluate(
+        self,
+        module: AcceleratorModule,
+        data: Dataset[Any] | Mapping[str, Dataset[Any]],
+        metrics: MetricsOption = None,
+        weights: Weights = None,
+    ) -> dict[str, Any]:
+        """Evaluate ``module`` on ``data`` (a dataset, or a dict of named ones) through its
+        ``test_step`` when it overrides one, else ``validation_step``, with ``metrics`` (by
+        default the Trainer's). ``weights``: None (the module as it is), a saving rule's name
+        (its best model under ``model_path``), or a saved folder or checkpoint. On any number
+        of processes each sample counts once. Returns ``{name: value}`` for one dataset (its
+        key ``"test"``), ``{set: {name: value}}`` for a dict; logs them; fires no callback."""
+        return evaluate(self, module, data, metrics, weights)
+
+    def predict(
+        self,
+        module: AcceleratorModule,
+        data: Dataset[Any],
+        *,
+        weights: Weights = None,
+        output_dir: str | os.PathLike[str] | None = None,
+        max_shard_size: int | str = "1GB",
+    ) -> Any:
+        """``module.predict_step`` over ``data``: the outputs of every sample once, in dataset
+        order, with their structure (see :meth:`AcceleratorModule.predict_step`), on the CPU of
+        every process. With ``output_dir``, they are written there instead, in safetensors
+        shards of ``max_shard_size`` (see :func:`load_predictions`), and the folder returned.
+        ``weights`` as in :meth:`evaluate`."""
+        return predict(self, module, data, weights, output_dir, max_shard_size)
 
     def log(self, values: Mapping[str, float], step: int | None = None) -> None:
         """Send ``values`` to the trackers (main process), at the current global step."""
@@ -216,9 +245,8 @@ class Trainer:
             self.latest_fit.accelerator.log(dict(values), step=at)
 
     def log_artifact(self, path: str | os.PathLike[str]) -> None:
-        """Log the file or folder ``path`` as an artifact of the run, on the main process: to
-        each tracker that stores artifacts (MLflow); with none (TensorBoard), it is copied into
-        ``logging_dir/<track_name>/artifacts/``. Trackers run while ``fit`` does."""
+        """Log the file or folder ``path`` (main process) to the trackers that store artifacts
+        (MLflow), else copy it into ``logging_dir/<track_name>/artifacts/``; during ``fit``."""
         fit = self.latest_fit
         accelerator = None if fit is None else fit.accelerator
         log_artifact(accelerator, Path(path), self.logging_options.artifacts)
@@ -226,10 +254,9 @@ class Trainer:
     log_artifacts = log_artifact
 
     def request_stop(self, reason: str) -> None:
-        """Ask the run to end after the current optimizer step: it checkpoints, fires
-        ``on_fit_end`` and stays unfinished, so that ``fit`` again continues it. Callbacks,
-        patience, SIGTERM/SIGINT and a search's pruning all ask through the callbacks' one
-        stop request; the first reason is kept in ``callbacks.stop_reason``."""
+        """Ask the run to end after the current optimizer step, checkpointed and unfinished
+        (``fit`` again continues it), through the callbacks' one stop request, which patience,
+        signals and a search's pruning also use; the first reason is ``callbacks.stop_reason``."""
         self.callbacks.request_stop(reason)
 
     @property
@@ -256,33 +283,8 @@ class Trainer:
         self.saving_rules[parsed.name] = parsed
 
     def register_for_checkpointing(self, *objects: Checkpointable) -> None:
-        """Save and restore ``objects`` with every checkpoint, in this order. Each offers
-        ``state_dict()`` and ``load_state_dict(state)``, the state being tensors and plain
-        values (written as safetensors and JSON, so loading it runs no code)."""
+        """Save and restore ``objects`` (with ``state_dict()`` and ``load_state_dict(state)``
+        of tensors and plain values: safetensors and JSON, no code) with every checkpoint."""
         for obj in objects:
             check_checkpointable(obj)
         self.checkpointed_objects.extend(objects)
-
-    # An ExtendedAcceleratorModule's steps, through the run's optimizer step.
-
-    def backward(self, loss: torch.Tensor) -> None:
-        """Backward through Accelerate (scales the loss for accumulation and mixed precision)."""
-        self._stepper().backward(loss)
-
-    def step_optimizer(self, optimizer: Optimizer | None = None) -> None:
-        """Clip if asked, then step ``optimizer`` (the run's by default) at a window's end."""
-        self._stepper().step_optimizer(optimizer)
-
-    def step_scheduler(self, scheduler: LRScheduler | None = None) -> None:
-        """Step ``scheduler`` (the run's by default) when the optimizer stepped."""
-        self._stepper().step_scheduler(scheduler)
-
-    def zero_grad(self, optimizer: Optimizer | None = None) -> None:
-        """Zero the gradients of ``optimizer`` (the run's by default) once they were used."""
-        self._stepper().zero_grad(optimizer)
-
-    def _stepper(self) -> OptimizerStep:
-        loop = None if self.latest_fit is None else self.latest_fit.loop
-        if loop is None:
-            raise RuntimeError("the optimizer step exists only while Trainer.fit runs")
-        return loop.owners.optimizer_step

@@ -1,0 +1,86 @@
+"""``Trainer.evaluate``: sets through the module's ``test_step`` (else ``validation_step``) and
+their metrics, on any number of processes, each sample once."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from accmt_callbacks import CallbackHandler
+from accmt_state import TrainingState
+
+from ._errors import TrainerConfigError
+from ._evaluation import Evaluation, Results
+from ._inference import Weights, check_set, inference, inference_loader
+from ._module import overrides
+from ._sanity_check import check_module
+from ._setup import MetricsOption, metrics_per_set, named_sets
+from ._trackers import start_trackers
+
+if TYPE_CHECKING:
+    from torch.utils.data import Dataset
+
+    from ._module import AcceleratorModule
+    from ._trainer import Trainer
+
+logger = logging.getLogger("accmt_trainer")
+
+TEST_SET = "test"
+"""The name a single dataset is evaluated under (the ``key`` its step is given)."""
+
+
+def evaluate(
+    trainer: Trainer,
+    module: AcceleratorModule,
+    data: Dataset[Any] | Mapping[str, Dataset[Any]],
+    metrics: MetricsOption,
+    weights: Weights,
+) -> Results | dict[str, float]:
+    """See :meth:`Trainer.evaluate`."""
+    check_module(module, "Trainer.evaluate")
+    sets = named_sets(data, default=TEST_SET)
+    if not sets:
+        raise TrainerConfigError("Trainer.evaluate(data={}): there is no set to evaluate")
+    for key, dataset in sets.items():
+        check_set(dataset, f"Trainer.evaluate(data=...): set {key!r}")
+    chosen = trainer.evaluation_options.metrics if metrics is None else metrics
+    # Each sample is seen once: the metrics have nothing to drop (num_samples=None).
+    per_set = metrics_per_set(chosen, dict.fromkeys(sets))
+    method = "test_step" if overrides(module, "test_step") else "validation_step"
+    with inference(trainer, module, weights, "Trainer.evaluate") as accelerator:
+        loaders = {
+            key: inference_loader(accelerator, trainer, module, dataset)
+            for key, dataset in sets.items()
+        }
+        tracking = trainer.logging_options
+        if tracking.log_with:
+            config = {**trainer.hps.to_dict(), **tracking.additional_tracker_config}
+            start_trackers(accelerator, tracking.track_name, config, tracking.tracker_init_kwargs)
+
+        def log(values: Mapping[str, float]) -> None:
+            if accelerator.is_main_process:
+                shown = ", ".join(f"{name}={value:.6g}" for name, value in values.items())
+                logger.info("evaluate: %s", shown)
+            if tracking.log_with:
+                logged = {f"evaluate/{name}": value for name, value in values.items()}
+                accelerator.log(logged, step=trainer.state.global_step)
+
+        # The run's callbacks and counters are the fit's: evaluate fires no hook and counts
+        # nothing of the run.
+        state, no_callbacks = TrainingState(), CallbackHandler()
+        no_callbacks.bind(module=module, trainer=trainer, state=state)
+        evaluation = Evaluation(
+            accelerator,
+            module,
+            loaders,
+            per_set,
+            no_callbacks,
+            state,
+            monitor=tracking.monitor,
+            log=log,
+            options=trainer.evaluation_options,
+            method=method,
+        )
+        results = evaluation.run()
+    return results if isinstance(data, Mapping) else results[TEST_SET]

@@ -1,0 +1,86 @@
+"""Loading saved weights into a model: the inverse of what the Trainer writes.
+
+A best model's folder (``model_path/<rule>``, from ``register_model_saving``) holds Accelerate's
+``save_model`` output; a checkpoint keeps the same under ``accelerate/``. Only safetensors are
+read, so loading runs no code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from accelerate.utils import extract_model_from_parallel, load_checkpoint_in_model
+
+from ._errors import TrainerConfigError
+
+if TYPE_CHECKING:
+    from ._module import AcceleratorModule
+
+WEIGHTS = "model.safetensors"
+SHARDED_WEIGHTS = "model.safetensors.index.json"
+
+
+def load_weights(target: AcceleratorModule | torch.nn.Module, path: str | os.PathLike[str]) -> Path:
+    """Load the weights saved at ``path`` into ``target`` (a module's ``model``, or a model).
+
+    ``path`` is a best model's folder (``model_path/best_valid_loss``), a checkpoint's folder
+    (``model_path/checkpoints/checkpoint_000003``), or a ``.safetensors`` file or sharded index.
+    Every parameter and buffer must match by name and shape. Works with or without a Trainer,
+    on a model wrapped by Accelerate or not. Returns the file that was read.
+    """
+    model = target if isinstance(target, torch.nn.Module) else target.model
+    source = weights_file(Path(path))
+    try:
+        load_checkpoint_in_model(extract_model_from_parallel(model), str(source), strict=True)
+    except RuntimeError as error:
+        raise TrainerConfigError(
+            f"load_weights({str(path)!r}): the saved weights do not fit "
+            f"{type(model).__name__}: {error}"
+        ) from error
+    return source
+
+
+def weights_file(path: Path) -> Path:
+    """The safetensors file (or sharded index) that holds the model saved at ``path``."""
+    if path.is_file():
+        if path.name.endswith(".safetensors"):
+            return path
+        if path.name.endswith(".safetensors.index.json"):
+            return _checked_index(path)
+        raise TrainerConfigError(
+            f"load_weights({str(path)!r}): not a .safetensors file or index; only safetensors "
+            "are read (they run no code)"
+        )
+    folder = path / "accelerate" if (path / "accelerate").is_dir() else path
+    if (folder / WEIGHTS).is_file():
+        return folder / WEIGHTS
+    if (folder / SHARDED_WEIGHTS).is_file():
+        return _checked_index(folder / SHARDED_WEIGHTS)
+    what = "no such folder" if not path.exists() else f"it holds no {WEIGHTS} or {SHARDED_WEIGHTS}"
+    raise TrainerConfigError(
+        f"load_weights({str(path)!r}): {what}; give a best model's folder "
+        "(model_path/<rule>), a checkpoint's folder or a .safetensors file"
+    )
+
+
+def _checked_index(index: Path) -> Path:
+    """A sharded index whose shards are safetensors files beside it."""
+    try:
+        shards = set(json.loads(index.read_text())["weight_map"].values())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise TrainerConfigError(f"load_weights: {index} is not a sharded index: {error}") from None
+    for shard in sorted(shards):
+        if (
+            not isinstance(shard, str)
+            or Path(shard).name != shard
+            or not shard.endswith(".safetensors")
+        ):
+            raise TrainerConfigError(
+                f"load_weights: {index} names the shard {shard!r}; shards must be .safetensors "
+                "files in the same folder"
+            )
+    return index

@@ -19,7 +19,7 @@ from ._consolidation import MetricConsolidation
 from ._loss_window import LossWindow
 from ._monitor import Monitor
 from ._option_checks import option, positive_int
-from ._setup import MetricsOption
+from ._setup import MetricsOption, length_or_none
 from ._step_outputs import split_validation_output, validation_call
 
 if TYPE_CHECKING:
@@ -134,10 +134,10 @@ class Evaluation:
 
     def _evaluate_set(self, key: str, loader: DataLoader[Any]) -> dict[str, float]:
         loss_window = LossWindow(self.accelerator.device)
-        batches = len(loader)
+        batches = length_or_none(loader)  # an IterableDataset's loader may not know
         state, call = self.state, self.callbacks.call
         for index, batch in enumerate(loader):
-            state.is_last_validation_batch = index == batches - 1
+            state.is_last_validation_batch = index == (batches or 0) - 1
             call("on_before_validation_step", batch)
             self._add_batch(key, batch, loss_window, self.metrics[key])
             state.val_step += 1

@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
 Weights = str | os.PathLike[str] | None
 """What ``evaluate`` and ``predict`` run: the module as it is (None), the best model of a
-saving rule (``"best_valid_loss"``, ``"accuracy"``), or a saved folder or checkpoint."""
+saving rule (``"best_valid_loss"``, ``"accuracy"``), or a saved folder or checkpoint. Weights
+are loaded into ``module.model``, which keeps them: evaluating the best model and then
+predicting with it needs them loaded once."""
 
 # Their models are split across processes: every process must take part in every forward.
 _SHARDED = (DistributedType.FSDP, DistributedType.DEEPSPEED, DistributedType.MEGATRON_LM)

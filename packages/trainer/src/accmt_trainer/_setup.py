@@ -298,11 +298,11 @@ def samples(loader: DataLoader[Any]) -> int | None:
     if isinstance(batch_sampler, BatchSampler):
         if batch_sampler.drop_last:
             return len(batch_sampler) * batch_sampler.batch_size
-        return _length(batch_sampler.sampler)
-    return _length(loader.dataset) if batch_sampler is None else None
+        return length_or_none(batch_sampler.sampler)
+    return length_or_none(loader.dataset) if batch_sampler is None else None
 
 
-def _length(sized: Any) -> int | None:
+def length_or_none(sized: Any) -> int | None:
     try:
         return len(sized)
     except TypeError:

@@ -216,8 +216,8 @@ class Trainer(ManualSteps):
     ) -> dict[str, Any]:
         """Evaluate ``module`` on ``data`` (a dataset, or a dict of named ones) through its
         ``test_step`` when it overrides one, else ``validation_step``, with ``metrics`` (by
-        default the Trainer's). ``weights``: None (the module as it is), a saving rule's name
-        (its best model under ``model_path``), or a saved folder or checkpoint. On any number
+        default the Trainer's). ``weights``, loaded into ``module.model``: a saving rule's name
+        (its best model under ``model_path``), a saved folder or a checkpoint. On any number
         of processes each sample counts once. Returns ``{name: value}`` for one dataset (its
         key ``"test"``), ``{set: {name: value}}`` for a dict; logs them; fires no callback."""
         return evaluate(self, module, data, metrics, weights)

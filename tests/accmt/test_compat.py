@@ -113,7 +113,6 @@ def test_import_builds_no_accelerator_and_no_process_group() -> None:
         ("accmt", "precision", "Trainer(mixed_precision=...)"),
         ("accmt", "IS_GPU", "torch.cuda.is_available()"),
         ("accmt", "tqdm", "from tqdm.auto import tqdm"),
-        ("accmt", "Evaluator", "metrics="),
         ("accmt.utils", "MASTER_PROCESS", "accmt.current_process()"),
         ("accmt.utils", "gather", "gather_for_metrics"),
         ("accmt.utils", "prepare_dataframe", "split_between_processes"),

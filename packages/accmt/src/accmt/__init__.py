@@ -4,9 +4,9 @@ This meta-package re-exports its parts (accmt-decorators, accmt-state, accmt-cal
 accmt-metrics, accmt-trainer, accmt-collators, accmt-search), so that ``from accmt import
 Trainer`` and accmt 1.x's import paths keep working. The names accmt 1.x spelled otherwise
 (``Trainer``, ``HyperParameters``, ``Monitor``, ``AcceleratorModule``,
-``ExtendedAcceleratorModule``, ``HyperParameterSearch``) are those of ``accmt._one_x``, which
-take 1.x's calls and hand 2.x ones to the parts. Importing it builds nothing: no Accelerator,
-no process group.
+``ExtendedAcceleratorModule``, ``HyperParameterSearch``) and 1.x's ``Evaluator`` are those of
+``accmt._one_x``, which take 1.x's calls and hand 2.x ones to the parts. Importing it builds
+nothing: no Accelerator, no process group.
 """
 
 import accmt_callbacks as _callbacks
@@ -28,6 +28,7 @@ from accmt_trainer import *  # noqa: F403
 
 # After the parts: the classes that also take accmt 1.x's calls win for their names.
 from ._one_x import AcceleratorModule as AcceleratorModule
+from ._one_x import Evaluator as Evaluator
 from ._one_x import ExtendedAcceleratorModule as ExtendedAcceleratorModule
 from ._one_x import HyperParameters as HyperParameters
 from ._one_x import HyperParameterSearch as HyperParameterSearch
@@ -41,7 +42,7 @@ __version__ = "2.0.0"
 # accmt 1.x's module-level accelerator, allow_tf32, ...: using one says what to use instead.
 __getattr__ = _dropped("accmt", _TOP_LEVEL)
 
-__all__ = ["__version__"]
+__all__ = ["Evaluator", "__version__"]
 __all__ += _decorators.__all__
 __all__ += _state.__all__
 __all__ += _callbacks.__all__

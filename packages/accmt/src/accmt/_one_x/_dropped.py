@@ -26,8 +26,6 @@ TOP_LEVEL: dict[str, str] = {
     "IS_GPU": "use torch.cuda.is_available(), or accelerator.device.type == 'cuda'",
     "tqdm": "use tqdm itself (from tqdm.auto import tqdm); the Trainer shows its own progress "
     "bar (Trainer(progress_bar=...))",
-    "Evaluator": "evaluate with the Trainer (validation sets and metrics=...), or in your own "
-    "loop with accmt's metrics, which are exact across processes",
     "is_tf32_supported": "use torch.cuda.is_available() and "
     "torch.cuda.get_device_capability() >= (8, 0)",
     "is_transformers_available": _FIND_SPEC,

@@ -32,7 +32,7 @@ class AcceleratorModule(accmt_trainer.AcceleratorModule):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("validation_step")
-        if own is not None and _takes_the_batch_alone(own):
+        if own is not None and takes_the_batch_alone(own):
             cls.validation_step = _with_a_key(own)  # type: ignore[method-assign]
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -112,8 +112,10 @@ def check_one_set(module: object, sets: list[str]) -> None:
         )
 
 
-def _takes_the_batch_alone(step: Callable[..., Any]) -> bool:
-    parameters = list(inspect.signature(step).parameters.values())[1:]  # after self
+def takes_the_batch_alone(step: Callable[..., Any], bound: bool = False) -> bool:
+    """Whether the step ``function(self, batch)`` (``method(batch)`` when ``bound``) takes
+    the batch alone, without the set's key."""
+    parameters = list(inspect.signature(step).parameters.values())[0 if bound else 1 :]
     positional = [p for p in parameters if p.kind in _POSITIONAL]
     variable = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
     return len(positional) == 1 and not variable

@@ -1,4 +1,5 @@
-"""Train a digit classifier on scikit-learn's handwritten digits with accmt's Trainer.
+"""Train a digit classifier on scikit-learn's handwritten digits with accmt's Trainer, evaluate
+its best model on a held-out test split, and write its predictions.
 
     python examples/train_digits.py                       # one process (CPU or GPU)
     accelerate launch --multi_gpu --num_processes 2 examples/train_digits.py --output runs/d2
@@ -7,8 +8,11 @@
 The data ships inside scikit-learn (1,797 8x8 images), so nothing is downloaded. The run
 logs to TensorBoard when it is installed, checkpoints every epoch, keeps the best models by
 validation accuracy and by validation loss, and resumes by itself if it is interrupted and
-started again; a run's checkpoints belong to its number of processes, so a run on two
-processes gets its own ``--output``. (On a machine without GPUs, ``accelerate launch --cpu``
+started again. Then the best model by validation accuracy is evaluated on the test split, which
+training never saw, and its predictions (logits and labels, in the test split's order) are
+written to ``<output>/predictions`` (read them back with ``accmt.load_predictions``). A run's
+checkpoints belong to its number of processes, so a run on two processes gets its own
+``--output``. (On a machine without GPUs, ``accelerate launch --cpu``
 starts one process whatever ``--num_processes`` says; ``--multi_gpu`` starts them on gloo.)
 """
 
@@ -25,17 +29,22 @@ from torch.utils.data import TensorDataset
 from accmt import AcceleratorModule, Accuracy, HyperParameters, Trainer, on_main_process
 
 
-def digits(validation_fraction: float = 0.2) -> tuple[TensorDataset, TensorDataset]:
-    """The digits, scaled to [0, 1], split once with a fixed permutation."""
+def split_digits(*fractions: float) -> list[TensorDataset]:
+    """The digits, scaled to [0, 1], in consecutive parts of one fixed permutation, each the
+    given fraction of them (the last takes what is left)."""
     images, labels = load_digits(return_X_y=True)
     features = torch.tensor(images, dtype=torch.float32) / 16.0
     targets = torch.tensor(labels, dtype=torch.long)
     order = torch.randperm(len(targets), generator=torch.Generator().manual_seed(0))
-    cut = int(len(order) * (1 - validation_fraction))
-    train, valid = order[:cut], order[cut:]
-    return TensorDataset(features[train], targets[train]), TensorDataset(
-        features[valid], targets[valid]
-    )
+    ends = [int(len(order) * sum(fractions[: i + 1])) for i in range(len(fractions) - 1)]
+    parts = torch.tensor_split(order, ends)
+    return [TensorDataset(features[part], targets[part]) for part in parts]
+
+
+def digits(validation_fraction: float = 0.2) -> tuple[TensorDataset, TensorDataset]:
+    """Training and validation splits (the search examples use them)."""
+    train, valid = split_digits(1 - validation_fraction, validation_fraction)
+    return train, valid
 
 
 class DigitClassifier(AcceleratorModule):
@@ -57,9 +66,13 @@ class DigitClassifier(AcceleratorModule):
         loss = torch.nn.functional.cross_entropy(logits, labels)
         return {"loss": loss, "accuracy": (logits.argmax(dim=-1), labels)}
 
+    def predict_step(self, batch: Any) -> dict[str, torch.Tensor]:
+        logits = self.model(batch[0])
+        return {"logits": logits, "label": logits.argmax(dim=-1)}
+
 
 @on_main_process
-def report(trainer: Trainer) -> None:
+def report(trainer: Trainer, test: dict[str, float], predictions: Path) -> None:
     state = trainer.state
     accuracy = state.additional_metrics["validation"]["accuracy"]
     print(f"validation accuracy: {accuracy:.4f} (best {state.model_savings['accuracy']:.4f})")
@@ -68,6 +81,8 @@ def report(trainer: Trainer) -> None:
     print(f"checkpoints:        {trainer.model_path / 'checkpoints'}")
     for rule in trainer.saving_rules.values():
         print(f"best model ({rule.name}): {trainer.model_path / rule.folder / 'model.safetensors'}")
+    print(f"test accuracy of the best model by accuracy: {test['accuracy']:.4f}")
+    print(f"test predictions:   {predictions}")
 
 
 def main() -> None:
@@ -96,9 +111,13 @@ def main() -> None:
     )
     trainer.register_model_saving("accuracy")
     trainer.register_model_saving("best_valid_loss")
-    train, valid = digits()
-    trainer.fit(DigitClassifier(), train, valid)
-    report(trainer)
+    # 70% to train on, 15% to validate on (and choose the best model by), 15% to test it on.
+    train, valid, test = split_digits(0.7, 0.15, 0.15)
+    module = DigitClassifier()
+    trainer.fit(module, train, valid)
+    results = trainer.evaluate(module, test, weights="accuracy")
+    predictions = trainer.predict(module, test, output_dir=args.output / "predictions")
+    report(trainer, results, predictions)
 
 
 if __name__ == "__main__":

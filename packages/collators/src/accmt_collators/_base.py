@@ -8,7 +8,7 @@ from typing import Any
 from ._errors import CollatorError
 from ._features import GroupPadder
 from ._nesting import StructureWalk
-from ._padding import PaddingPlan
+from ._padding import PaddingOption, PaddingPlan
 from ._plain import KeyPath
 from ._tokenizer import PaddingTokenizer, pad_token_id
 
@@ -80,7 +80,7 @@ class PaddingCollator(Collator):
     def __init__(
         self,
         tokenizer: PaddingTokenizer,
-        padding: bool | str,
+        padding: PaddingOption,
         max_length: int | None,
         pad_to_multiple_of: int | None,
         return_tensors: str,

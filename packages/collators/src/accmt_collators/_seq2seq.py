@@ -9,6 +9,7 @@ import torch
 
 from ._base import PaddingCollator
 from ._errors import CollatorError
+from ._padding import PaddingOption
 from ._plain import KeyPath, place
 from ._ragged import Ragged
 from ._tokenizer import PaddingTokenizer, padding_side
@@ -30,7 +31,7 @@ class DataCollatorForSeq2Seq(PaddingCollator):
         self,
         tokenizer: PaddingTokenizer,
         model: Any | None = None,
-        padding: bool | str = True,
+        padding: PaddingOption = True,
         max_length: int | None = None,
         pad_to_multiple_of: int | None = None,
         label_pad_token_id: int = -100,

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+import torch
 import transformers
 from transformers.utils import PaddingStrategy
 
@@ -102,3 +104,108 @@ def test_other_padding_values_are_refused_naming_the_parameter(name: str, paddin
     refused = rf"{name}: padding must be True, .*got {re.escape(repr(padding))}$"
     with pytest.raises(CollatorError, match=refused):
         getattr(accmt_collators, name)(TOKENIZER, padding=padding)
+
+
+# Real texts of different lengths, about 100 tokens each: padding in every batch.
+MASK_SAMPLES = encoded([text[: 250 + 7 * i] for i, text in enumerate(TEXTS[:64])], TOKENIZER)
+# transformers 5 reads words from offsets it cannot pad: samples of one length, with offsets.
+WORD_SAMPLES = encoded(
+    [text for text in TEXTS if len(text) > 2000][:48],
+    TOKENIZER,
+    return_offsets_mapping=True,
+    truncation=True,
+    max_length=96,
+)
+# XLNet's scheme wants even lengths; transformers' collator cannot round them up.
+PERMUTATION_ROWS = [s["input_ids"][: 40 + 2 * (i % 10)] for i, s in enumerate(MASK_SAMPLES)]
+
+
+def ours_and_theirs(kind: str, seed: int | None) -> tuple[Any, Any]:
+    """accmt's masking collator of ``kind`` and transformers' counterpart, both seeded.
+
+    transformers 5 has no DataCollatorForWholeWordMask: its counterpart is
+    DataCollatorForLanguageModeling(whole_word_mask=True), which masks every chosen token.
+    Its permutation collator takes no seed.
+    """
+    if kind == "mlm":
+        return (
+            accmt_collators.DataCollatorForLanguageModeling(TOKENIZER, seed=seed),
+            transformers.DataCollatorForLanguageModeling(TOKENIZER, seed=seed),
+        )
+    if kind == "whole_word":
+        every = {"mask_replace_prob": 1.0, "random_replace_prob": 0.0, "seed": seed}
+        return (
+            accmt_collators.DataCollatorForWholeWordMask(TOKENIZER, **every),
+            transformers.DataCollatorForLanguageModeling(TOKENIZER, whole_word_mask=True, **every),
+        )
+    return (
+        accmt_collators.DataCollatorForPermutationLanguageModeling(
+            TOKENIZER, pad_to_multiple_of=2, seed=seed
+        ),
+        transformers.DataCollatorForPermutationLanguageModeling(TOKENIZER),
+    )
+
+
+def masking_samples(kind: str) -> list[Any]:
+    if kind == "permutation":
+        return [list(row) for row in PERMUTATION_ROWS]
+    return copies(WORD_SAMPLES if kind == "whole_word" else MASK_SAMPLES)
+
+
+def same_batches(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    return first.keys() == second.keys() and all((first[key] == second[key]).all() for key in first)
+
+
+MASKING_KINDS = ["mlm", "whole_word", "permutation"]
+
+
+@pytest.mark.parametrize("kind", MASKING_KINDS)
+def test_one_seed_gives_one_batch_from_the_first_call(kind: str) -> None:
+    ours, theirs = ours_and_theirs(kind, 42)
+    again, _ = ours_and_theirs(kind, 42)
+    other, _ = ours_and_theirs(kind, 43)
+    first = ours(masking_samples(kind))
+    assert same_batches(first, again(masking_samples(kind)))
+    assert not same_batches(first, other(masking_samples(kind)))
+    if kind != "permutation":  # transformers' seed= means the same
+        _, their_again = ours_and_theirs(kind, 42)
+        their_first = theirs(masking_samples(kind))
+        assert same_batches(their_first, their_again(masking_samples(kind)))
+
+
+SPECIAL = torch.tensor(TOKENIZER.all_special_ids)
+# The share of eligible tokens each kind chooses: p = 0.15 of tokens (or of words, so of
+# tokens too), and for XLNet's spans of 1 to 5 tokens one per 6 times its length: 1/6.
+RATES = {"mlm": 0.15, "whole_word": 0.15, "permutation": 1 / 6}
+
+
+def original_ids(kind: str) -> torch.Tensor:
+    samples = masking_samples(kind)
+    if kind == "permutation":
+        samples = [{"input_ids": row} for row in samples]
+    return transformers.DataCollatorWithPadding(TOKENIZER)(samples)["input_ids"]
+
+
+def chosen_share(kind: str, collator: Callable[[int], Any]) -> float:
+    """The share of eligible tokens chosen in the first batch of collators seeded 0 to 7,
+    after checking that special tokens and padding never are."""
+    original = original_ids(kind)
+    eligible = ~torch.isin(original, SPECIAL)
+    chosen = 0
+    for seed in range(8):
+        torch.manual_seed(seed)  # transformers' permutation collator draws from torch's
+        labels = torch.as_tensor(collator(seed)(masking_samples(kind))["labels"])
+        assert labels.shape == original.shape
+        assert not ((labels != -100) & ~eligible).any(), "a special token or padding chosen"
+        chosen += int((labels != -100).sum())
+    return chosen / (8 * int(eligible.sum()))
+
+
+@pytest.mark.parametrize("kind", MASKING_KINDS)
+def test_seeded_first_batches_choose_at_transformers_rate(kind: str) -> None:
+    ours = chosen_share(kind, lambda seed: ours_and_theirs(kind, seed)[0])
+    theirs = chosen_share(kind, lambda seed: ours_and_theirs(kind, seed)[1])
+    # Words and spans choose tokens in runs: their shares vary more than single tokens'.
+    tolerance = {"mlm": 0.01, "whole_word": 0.015, "permutation": 0.03}[kind]
+    assert abs(ours - RATES[kind]) < tolerance, ours
+    assert abs(theirs - RATES[kind]) < tolerance, theirs

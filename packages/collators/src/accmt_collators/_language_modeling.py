@@ -47,8 +47,9 @@ class DataCollatorForLanguageModeling(SeededCollator):
     samples come in: call :meth:`set_epoch` at the start of each epoch (accmt's Trainer does)
     and a resumed run, a run with more DataLoader workers, or a run on N processes masks
     every sample exactly as the uninterrupted one-process run did. Equal token sequences are
-    masked alike within an epoch. Until ``set_epoch`` is first called, each batch draws from
-    torch's global generator, as transformers' collators do.
+    masked alike within an epoch. Until ``set_epoch`` is first called, the epoch is 0 when a
+    ``seed`` was given (two collators with one seed mask alike from the first batch); without
+    one, each batch draws from torch's global generator, as transformers' collators do.
 
     Args:
         tokenizer: see :class:`MaskingTokenizer` (a transformers tokenizer will do).
@@ -59,8 +60,9 @@ class DataCollatorForLanguageModeling(SeededCollator):
         mask_replace_prob: the chance that a chosen token becomes the mask token.
         random_replace_prob: the chance that a chosen token becomes a random token.
         whole_word_mask: choose whole words, not single tokens.
-        seed: the seed of the masks; None takes ``torch.initial_seed()`` at the first
-            ``set_epoch`` (the seed the Trainer's ``seed=`` set).
+        seed: the seed of the masks, from the first batch; None takes
+            ``torch.initial_seed()`` at the first ``set_epoch`` (the seed the Trainer's
+            ``seed=`` set).
     """
 
     def __init__(

@@ -9,10 +9,13 @@ shapes, dtypes, padding and -100 labels must agree, and the draws by their rates
 from __future__ import annotations
 
 import enum
+import inspect
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 import transformers
@@ -193,7 +196,9 @@ def chosen_share(kind: str, collator: Callable[[int], Any]) -> float:
     eligible = ~torch.isin(original, SPECIAL)
     chosen = 0
     for seed in range(8):
-        torch.manual_seed(seed)  # transformers' permutation collator draws from torch's
+        # transformers' permutation collator takes no seed: it draws from the global generators.
+        torch.manual_seed(seed)
+        np.random.seed(seed)
         labels = torch.as_tensor(collator(seed)(masking_samples(kind))["labels"])
         assert labels.shape == original.shape
         assert not ((labels != -100) & ~eligible).any(), "a special token or padding chosen"
@@ -201,11 +206,131 @@ def chosen_share(kind: str, collator: Callable[[int], Any]) -> float:
     return chosen / (8 * int(eligible.sum()))
 
 
+class ShiftingModel:
+    """Stands in for an encoder-decoder model: decoder inputs are the labels shifted right.
+
+    transformers hands it numpy labels in an "np" batch, accmt a tensor (a torch model's
+    method shifts tensors); it shifts either.
+    """
+
+    def prepare_decoder_input_ids_from_labels(self, labels: Any) -> Any:
+        shifted = labels.copy() if isinstance(labels, np.ndarray) else labels.clone()
+        shifted[:, 1:] = labels[:, :-1]
+        shifted[:, 0] = 2
+        shifted[shifted == -100] = 0
+        return shifted
+
+
+def same_arrays(got: dict[str, Any], expected: dict[str, Any]) -> None:
+    """Equal keys, and under each a numpy array of the same dtype and values (or None)."""
+    assert set(got) == set(expected), (sorted(got), sorted(expected))
+    for key, value in expected.items():
+        if value is None:
+            assert got[key] is None, key
+            continue
+        assert isinstance(got[key], np.ndarray), (key, type(got[key]))
+        assert got[key].dtype == value.dtype, (key, got[key].dtype, value.dtype)
+        assert np.array_equal(got[key], value), key
+
+
+@pytest.mark.parametrize("name", PADDING_COLLATORS)
+@pytest.mark.parametrize("strategy", list(PaddingStrategy))
+def test_np_padding_batches_equal_transformers(name: str, strategy: PaddingStrategy) -> None:
+    samples = padding_samples(name, equal=strategy is PaddingStrategy.DO_NOT_PAD)
+    options = {**padding_options(strategy), "return_tensors": "np"}
+    if name == "DataCollatorForSeq2Seq":
+        options["model"] = ShiftingModel()
+    ours = getattr(accmt_collators, name)(TOKENIZER, **options)
+    theirs = getattr(transformers, name)(TOKENIZER, **options)
+    same_arrays(ours(copies(samples)), theirs(copies(samples)))
+
+
+def test_np_scores_are_float64_as_transformers_makes_them() -> None:
+    samples = [{**sample, "label": 0.1 * index} for index, sample in enumerate(MASK_SAMPLES[:4])]
+    ours = accmt_collators.DataCollatorWithPadding(TOKENIZER, return_tensors="np")
+    theirs = transformers.DataCollatorWithPadding(TOKENIZER, return_tensors="np")
+    batch = ours(copies(samples))
+    same_arrays(batch, theirs(copies(samples)))
+    assert batch["labels"].dtype == np.float64
+    assert batch["labels"][1] == 0.1  # not float32's 0.10000000149
+
+
+@pytest.mark.parametrize("bare", [False, True])
+def test_np_causal_batches_equal_transformers(bare: bool) -> None:
+    rows = [sample["input_ids"] for sample in MASK_SAMPLES[:8]]
+    samples = rows if bare else [{"input_ids": row} for row in rows]
+    options: dict[str, Any] = {"mlm": False, "pad_to_multiple_of": 8, "return_tensors": "np"}
+    ours = accmt_collators.DataCollatorForLanguageModeling(TOKENIZER, **options)
+    theirs = transformers.DataCollatorForLanguageModeling(TOKENIZER, **options)
+    same_arrays(ours(list(samples)), theirs(list(samples)))
+
+
+def np_pair(kind: str, seed: int) -> tuple[Any, Any]:
+    ours, theirs = ours_and_theirs(kind, seed)
+    ours = type(ours)(**{**option_values(ours), "return_tensors": "np"})
+    theirs.return_tensors = "np"  # a dataclass: read at each call
+    return ours, theirs
+
+
+def option_values(collator: Any) -> dict[str, Any]:
+    """The options a collator of ours was built with, by its constructor's names."""
+    signature = inspect.signature(type(collator))
+    return {name: getattr(collator, name) for name in signature.parameters}
+
+
+# Words and spans choose tokens in runs: their shares vary more than single tokens'.
+TOLERANCES = {"mlm": 0.01, "whole_word": 0.015, "permutation": 0.03}
+
+
+@pytest.mark.parametrize("return_tensors", ["pt", "np"])
 @pytest.mark.parametrize("kind", MASKING_KINDS)
-def test_seeded_first_batches_choose_at_transformers_rate(kind: str) -> None:
-    ours = chosen_share(kind, lambda seed: ours_and_theirs(kind, seed)[0])
-    theirs = chosen_share(kind, lambda seed: ours_and_theirs(kind, seed)[1])
-    # Words and spans choose tokens in runs: their shares vary more than single tokens'.
-    tolerance = {"mlm": 0.01, "whole_word": 0.015, "permutation": 0.03}[kind]
-    assert abs(ours - RATES[kind]) < tolerance, ours
-    assert abs(theirs - RATES[kind]) < tolerance, theirs
+def test_seeded_first_batches_choose_at_transformers_rate(kind: str, return_tensors: str) -> None:
+    def side(index: int) -> Callable[[int], Any]:
+        def collator(seed: int) -> Any:
+            pair = np_pair(kind, seed) if return_tensors == "np" else ours_and_theirs(kind, seed)
+            return pair[index]
+
+        return collator
+
+    ours, theirs = chosen_share(kind, side(0)), chosen_share(kind, side(1))
+    assert abs(ours - RATES[kind]) < TOLERANCES[kind], ours
+    assert abs(theirs - RATES[kind]) < TOLERANCES[kind], theirs
+
+
+@pytest.mark.parametrize("kind", MASKING_KINDS)
+def test_np_masking_batches_hold_what_transformers_do(kind: str) -> None:
+    ours, theirs = np_pair(kind, 7)
+    got, expected = ours(masking_samples(kind)), theirs(masking_samples(kind))
+    assert set(got) == set(expected)
+    for key, value in expected.items():
+        assert isinstance(got[key], np.ndarray), key
+        assert (got[key].shape, got[key].dtype) == (value.shape, value.dtype), key
+    original = original_ids(kind).numpy()
+    eligible = ~np.isin(original, SPECIAL.numpy())
+    for batch in (got, expected):
+        chosen = batch["labels"] != -100
+        assert not (chosen & ~eligible).any(), "a special token or padding was chosen"
+        assert np.array_equal(batch["labels"][chosen], original[chosen])
+        assert (batch["input_ids"][~eligible] == original[~eligible]).all()
+    # The draws are the seed's: the "np" batch is the "pt" batch, as arrays.
+    as_tensors = ours_and_theirs(kind, 7)[0](masking_samples(kind))
+    for key, value in as_tensors.items():
+        assert np.array_equal(got[key], value.numpy()), key
+
+
+ALL_COLLATORS = [name for name in accmt_collators.__all__ if name.startswith("DataCollator")]
+
+
+@pytest.mark.parametrize("name", ALL_COLLATORS)
+@pytest.mark.parametrize("value", ["tf", "jax", "PT", None])
+def test_other_return_tensors_are_refused_naming_the_parameter(name: str, value: Any) -> None:
+    with pytest.raises(CollatorError, match=rf"{name}: return_tensors must be 'pt' .* 'np'"):
+        getattr(accmt_collators, name)(TOKENIZER, return_tensors=value)
+
+
+@pytest.mark.parametrize("name", ALL_COLLATORS)
+def test_np_without_numpy_says_to_install_it(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy now fails
+    with pytest.raises(ImportError, match=rf"{name}: return_tensors='np' needs numpy.*pip install"):
+        getattr(accmt_collators, name)(TOKENIZER, return_tensors="np")
+    getattr(accmt_collators, name)(TOKENIZER, return_tensors="pt")

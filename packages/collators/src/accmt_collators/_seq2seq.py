@@ -23,7 +23,9 @@ class DataCollatorForSeq2Seq(PaddingCollator):
     batch, or to ``max_length`` with ``padding="max_length"``, rounded up to
     ``pad_to_multiple_of``; they come out as ``labels`` (``None`` when the samples have
     none). With a ``model`` that has ``prepare_decoder_input_ids_from_labels`` (the
-    encoder-decoder models of transformers), the batch also gets ``decoder_input_ids``.
+    encoder-decoder models of transformers), the batch also gets ``decoder_input_ids``
+    (the model is given the labels as a tensor, also with ``return_tensors="np"``: a torch
+    model shifts tensors).
     The other arguments are those of :class:`DataCollatorWithPadding`.
     """
 

@@ -24,7 +24,7 @@ class DataCollatorWithPadding(PaddingCollator):
             transformers' ``PaddingStrategy``, or any Enum with one of these values, too.
         max_length: the length ``padding="max_length"`` pads to; a longer sample is an error.
         pad_to_multiple_of: round the padded length up to a multiple of this.
-        return_tensors: ``"pt"`` only.
+        return_tensors: ``"pt"`` (torch tensors) or ``"np"`` (numpy arrays; needs numpy).
 
     A ``label`` or ``label_ids`` key is renamed ``labels``. Samples may nest tokenized
     mappings in dicts, tuples and lists, to any depth: each is padded on its own.

@@ -68,7 +68,8 @@ class SeededCollator(Collator):
 
     @property
     def epoch(self) -> int | None:
-        """The epoch last given to :meth:`set_epoch` (None before the first call)."""
+        """The epoch last given to :meth:`set_epoch` (None before the first call, when a
+        collator given a ``seed`` draws epoch 0's masks)."""
         return self.seeding.epoch
 
     def set_epoch(self, epoch: int) -> None:

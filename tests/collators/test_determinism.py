@@ -90,15 +90,35 @@ def test_without_a_seed_set_epoch_takes_torch_s_seed() -> None:
     assert masked(implicit, rows) == masked(explicit, rows)
 
 
-def test_before_set_epoch_batches_draw_from_torch_s_generator() -> None:
+def test_without_a_seed_batches_before_set_epoch_draw_from_torch_s_generator() -> None:
     rows = [[2, *range(10, 60), 3]]
-    collate = DataCollatorForLanguageModeling(wordpiece(), seed=5)
+    collate = DataCollatorForLanguageModeling(wordpiece())
     assert collate.epoch is None
     torch.manual_seed(0)
     first, second = masked(collate, rows), masked(collate, rows)
     torch.manual_seed(0)
     assert masked(collate, rows) == first
     assert second != first
+    assert collate.seed is None
+
+
+@pytest.mark.parametrize("kind", [*MASKING, DataCollatorForPermutationLanguageModeling])
+def test_with_a_seed_batches_before_set_epoch_are_epoch_0_s(kind: Any) -> None:
+    rows = [[2, *range(10, 60), 3], [2, *range(70, 110), 3]]
+    collate = kind(wordpiece(), seed=5, pad_to_multiple_of=2)
+    assert collate.epoch is None
+    torch.manual_seed(0)
+    first = collate(rows)
+    torch.manual_seed(1)  # torch's generator plays no part
+    again = collate(rows)
+    collate.set_epoch(0)
+    at_zero = collate(rows)
+    collate.set_epoch(1)
+    at_one = collate(rows)
+    for key, value in first.items():
+        assert torch.equal(again[key], value), key
+        assert torch.equal(at_zero[key], value), key
+    assert not torch.equal(at_one["labels"], first["labels"])
 
 
 def test_permutation_spans_are_the_sample_s_own() -> None:

@@ -42,8 +42,8 @@ def test_errors_are_value_errors() -> None:
          "padding='max_length' needs max_length"),
         (lambda: DataCollatorWithPadding(TinyTokenizer(), pad_to_multiple_of=-8),
          "pad_to_multiple_of must be"),
-        (lambda: DataCollatorWithPadding(TinyTokenizer(), return_tensors="np"),
-         "return_tensors must be 'pt'"),
+        (lambda: DataCollatorWithPadding(TinyTokenizer(), return_tensors="tf"),
+         r"return_tensors must be 'pt' \(torch tensors\) or 'np' \(numpy arrays\), got 'tf'"),
         (lambda: DataCollatorForLanguageModeling(TinyTokenizer(), mlm_probability=1.5),
          r"mlm_probability must be in \[0, 1\]"),
         (lambda: DataCollatorForLanguageModeling(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+import numpy as np
 import pytest
 import torch
 from torch.utils.data import default_collate
@@ -53,6 +54,29 @@ def test_namedtuples_keep_their_type() -> None:
     batch = PAD([Pair(SOURCE[i], TARGET[i]) for i in range(2)])
     assert isinstance(batch, Pair)
     same_batch(batch.target, PAD(TARGET))
+
+
+def test_np_batches_turn_every_tensor_at_any_depth_into_an_array() -> None:
+    samples = [
+        (Pair(SOURCE[i], TARGET[i]), {"tags": [i, 2], "name": f"s{i}", "score": 0.5 * i})
+        for i in range(2)
+    ]
+    tensors = PAD(samples)
+    arrays = DataCollatorWithPadding(TinyTokenizer(), return_tensors="np")(samples)
+    assert isinstance(arrays, tuple)
+    assert isinstance(arrays[0], Pair)
+    assert isinstance(arrays[1]["tags"], list)
+    assert arrays[1]["name"] == ["s0", "s1"]
+    pairs = [
+        (arrays[0].source["input_ids"], tensors[0].source["input_ids"]),
+        (arrays[0].target["attention_mask"], tensors[0].target["attention_mask"]),
+        (arrays[1]["tags"][0], tensors[1]["tags"][0]),
+        (arrays[1]["score"], tensors[1]["score"]),
+    ]
+    for array, tensor in pairs:
+        assert isinstance(array, np.ndarray)
+        assert array.dtype == tensor.numpy().dtype
+        assert np.array_equal(array, tensor.numpy())
 
 
 def extra_fields(name: str, index: int) -> dict[str, Any]:

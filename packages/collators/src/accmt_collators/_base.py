@@ -8,7 +8,8 @@ from typing import Any
 from ._errors import CollatorError
 from ._features import GroupPadder
 from ._nesting import StructureWalk
-from ._padding import PaddingPlan
+from ._output import as_numpy, checked_return_tensors
+from ._padding import PaddingOption, PaddingPlan
 from ._plain import KeyPath
 from ._tokenizer import PaddingTokenizer, pad_token_id
 
@@ -22,13 +23,8 @@ class Collator:
     """
 
     def __init__(self, tokenizer: Any, return_tensors: str) -> None:
-        if return_tensors != "pt":
-            raise CollatorError(
-                f"{self._owner}: return_tensors must be 'pt' (accmt-collators "
-                f"returns torch tensors), got {return_tensors!r}"
-            )
+        self.return_tensors = checked_return_tensors(self._owner, return_tensors)
         self.tokenizer = tokenizer
-        self.return_tensors = return_tensors
 
     @property
     def _owner(self) -> str:
@@ -36,7 +32,17 @@ class Collator:
 
     def __call__(self, samples: Sequence[Any]) -> Any:
         """Collate ``samples`` (a list of dataset items) into one batch."""
+        batch = self._collate(samples)
+        return as_numpy(batch) if self.return_tensors == "np" else batch
+
+    def _collate(self, samples: Sequence[Any]) -> Any:
+        """The batch, as torch tensors."""
         return StructureWalk(self._owner, self._collate_tokenized)(samples)
+
+    def _padder(self, plan: PaddingPlan) -> GroupPadder:
+        # numpy makes Python floats float64 where torch makes float32: an "np" batch holds
+        # what transformers' "np" batch holds.
+        return GroupPadder(self._owner, self.tokenizer, plan, float64=self.return_tensors == "np")
 
     def _collate_tokenized(self, features: Sequence[Mapping[str, Any]], path: KeyPath) -> Any:
         raise NotImplementedError
@@ -80,7 +86,7 @@ class PaddingCollator(Collator):
     def __init__(
         self,
         tokenizer: PaddingTokenizer,
-        padding: bool | str,
+        padding: PaddingOption,
         max_length: int | None,
         pad_to_multiple_of: int | None,
         return_tensors: str,
@@ -90,7 +96,7 @@ class PaddingCollator(Collator):
         self.padding = padding
         self.max_length = max_length
         self.pad_to_multiple_of = pad_to_multiple_of
-        self.padder = GroupPadder(self._owner, tokenizer, self.plan)
+        self.padder = self._padder(self.plan)
         if self.plan.pads:
             pad_token_id(tokenizer, self._owner)  # say now, not at the first ragged batch
 

@@ -42,12 +42,19 @@ class PaddedGroup:
 
 
 class GroupPadder:
-    """Pads tokenized samples for one collator (its tokenizer, padding plan and name)."""
+    """Pads tokenized samples for one collator (its tokenizer, padding plan and name).
 
-    def __init__(self, owner: str, tokenizer: PaddingTokenizer, plan: PaddingPlan) -> None:
+    ``float64``: Python floats next to the tokens become float64 (numpy's choice), not
+    float32 (torch's).
+    """
+
+    def __init__(
+        self, owner: str, tokenizer: PaddingTokenizer, plan: PaddingPlan, *, float64: bool = False
+    ) -> None:
         self.owner = owner
         self.tokenizer = tokenizer
         self.plan = plan
+        self.float64 = float64
 
     def pad(
         self, features: Sequence[Mapping[str, Any]], path: KeyPath, *, leave: tuple[str, ...] = ()
@@ -71,7 +78,7 @@ class GroupPadder:
                 fields[key] = self._pad_alongside(features, key, ids, real, side, path)
             else:
                 fields[key] = collate_beside_tokens(
-                    [f[key] for f in features], self.owner, (*path, key)
+                    [f[key] for f in features], self.owner, (*path, key), float64=self.float64
                 )
         if "attention_mask" not in fields and adds_attention_mask(self.tokenizer):
             fields["attention_mask"] = real.to(torch.int64)

@@ -9,7 +9,7 @@ import torch
 
 from ._base import is_token_sequence
 from ._errors import CollatorError
-from ._features import GroupPadder, PaddedGroup
+from ._features import PaddedGroup
 from ._keyed_random import row_keys
 from ._masking import TokenMasking, continues_by_offsets, word_starts
 from ._padding import PaddingPlan
@@ -47,20 +47,22 @@ class DataCollatorForLanguageModeling(SeededCollator):
     samples come in: call :meth:`set_epoch` at the start of each epoch (accmt's Trainer does)
     and a resumed run, a run with more DataLoader workers, or a run on N processes masks
     every sample exactly as the uninterrupted one-process run did. Equal token sequences are
-    masked alike within an epoch. Until ``set_epoch`` is first called, each batch draws from
-    torch's global generator, as transformers' collators do.
+    masked alike within an epoch. Until ``set_epoch`` is first called, the epoch is 0 when a
+    ``seed`` was given (two collators with one seed mask alike from the first batch); without
+    one, each batch draws from torch's global generator, as transformers' collators do.
 
     Args:
         tokenizer: see :class:`MaskingTokenizer` (a transformers tokenizer will do).
         mlm: masked (True) or causal (False) language modeling.
         mlm_probability: the chance of choosing each token (or word).
         pad_to_multiple_of: round the padded length up to a multiple of this.
-        return_tensors: ``"pt"`` only.
+        return_tensors: ``"pt"`` (torch tensors) or ``"np"`` (numpy arrays; needs numpy).
         mask_replace_prob: the chance that a chosen token becomes the mask token.
         random_replace_prob: the chance that a chosen token becomes a random token.
         whole_word_mask: choose whole words, not single tokens.
-        seed: the seed of the masks; None takes ``torch.initial_seed()`` at the first
-            ``set_epoch`` (the seed the Trainer's ``seed=`` set).
+        seed: the seed of the masks, from the first batch; None takes
+            ``torch.initial_seed()`` at the first ``set_epoch`` (the seed the Trainer's
+            ``seed=`` set).
     """
 
     def __init__(
@@ -93,10 +95,8 @@ class DataCollatorForLanguageModeling(SeededCollator):
             raise CollatorError(f"{self._owner}: whole_word_mask=True needs mlm=True")
         self.whole_word_mask = whole_word_mask
         self.pad_to_multiple_of = pad_to_multiple_of
-        self.padder = GroupPadder(
-            self._owner,
-            tokenizer,
-            PaddingPlan(self._owner, tokenizer, True, None, pad_to_multiple_of),
+        self.padder = self._padder(
+            PaddingPlan(self._owner, tokenizer, True, None, pad_to_multiple_of)
         )
         self._masking = self._make_masking() if mlm else None
         self._continuation: torch.Tensor | None = None
@@ -111,12 +111,12 @@ class DataCollatorForLanguageModeling(SeededCollator):
             vocabulary_size(self.tokenizer, self._owner) if self.random_replace_prob else 0,
         )
 
-    def __call__(self, samples: Sequence[Any]) -> Any:
+    def _collate(self, samples: Sequence[Any]) -> Any:
         """Collate ``samples`` (tokenized mappings, nested or not, or token sequences)."""
         if len(samples) > 0 and is_token_sequence(samples[0]):
             batch = self._collate_tokenized([{"input_ids": sample} for sample in samples], ())
             return {"input_ids": batch["input_ids"], "labels": batch["labels"]}
-        return super().__call__(samples)
+        return super()._collate(samples)
 
     def _collate_tokenized(
         self, features: Sequence[Mapping[str, Any]], path: KeyPath

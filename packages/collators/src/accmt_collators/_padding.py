@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Literal
 
 from ._errors import CollatorError
 from ._tokenizer import PaddingTokenizer, model_max_length
 
 Strategy = Literal["longest", "max_length", "do_not_pad"]
+PaddingOption = bool | str | enum.Enum
+"""What ``padding=`` takes: a bool, a strategy's name, or an Enum whose value is one."""
 _STRATEGIES: dict[Any, Strategy] = {
     True: "longest",
     "longest": "longest",
@@ -15,6 +18,24 @@ _STRATEGIES: dict[Any, Strategy] = {
     False: "do_not_pad",
     "do_not_pad": "do_not_pad",
 }
+
+
+def padding_strategy(owner: str, padding: PaddingOption) -> Strategy:
+    """``padding`` as one of the three strategies.
+
+    An ``enum.Enum`` counts by its value: transformers' ``PaddingStrategy`` (read without
+    importing transformers), or any enum whose values are these strings.
+    """
+    value = padding.value if isinstance(padding, enum.Enum) else padding
+    # By type first: True == 1 and would find "longest" by hash.
+    strategy = _STRATEGIES.get(value) if isinstance(value, (bool, str)) else None
+    if strategy is None:
+        raise CollatorError(
+            f"{owner}: padding must be True, 'longest', 'max_length', False or 'do_not_pad' "
+            "(or an Enum with one of those values, such as transformers' PaddingStrategy), "
+            f"got {padding!r}"
+        )
+    return strategy
 
 
 def optional_positive(owner: str, name: str, value: int | None) -> int | None:
@@ -28,29 +49,23 @@ class PaddingPlan:
 
     ``padding``: True or "longest" pads to the batch's longest sample, "max_length" to
     ``max_length`` (or the tokenizer's ``model_max_length``), False or "do_not_pad" not at
-    all. ``pad_to_multiple_of`` rounds the target up.
+    all; an Enum with one of these values (transformers' ``PaddingStrategy``) stands for
+    its value. ``pad_to_multiple_of`` rounds the target up.
     """
 
     def __init__(
         self,
         owner: str,
         tokenizer: PaddingTokenizer,
-        padding: bool | str,
+        padding: PaddingOption,
         max_length: int | None,
         pad_to_multiple_of: int | None,
     ) -> None:
         self.owner = owner
-        # PaddingStrategy of transformers is a str enum: its members compare equal to these.
-        strategy = _STRATEGIES.get(padding if isinstance(padding, bool) else str(padding))
-        if strategy is None:
-            raise CollatorError(
-                f"{owner}: padding must be True, 'longest', 'max_length', "
-                f"False or 'do_not_pad', got {padding!r}"
-            )
-        self.strategy: Strategy = strategy
+        self.strategy: Strategy = padding_strategy(owner, padding)
         self.max_length = optional_positive(owner, "max_length", max_length)
         self.multiple = optional_positive(owner, "pad_to_multiple_of", pad_to_multiple_of)
-        if strategy == "max_length" and max_length is None:
+        if self.strategy == "max_length" and max_length is None:
             self.max_length = model_max_length(tokenizer)
             if self.max_length is None:
                 raise CollatorError(

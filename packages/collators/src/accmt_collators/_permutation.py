@@ -9,7 +9,6 @@ import torch
 
 from ._base import is_token_sequence
 from ._errors import CollatorError
-from ._features import GroupPadder
 from ._keyed_random import Stream, draw, high_word, low_word, row_keys, unit
 from ._padding import PaddingPlan, optional_positive
 from ._plain import KeyPath, place
@@ -37,7 +36,7 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         tokenizer: see :class:`MaskingTokenizer` (a transformers tokenizer will do).
         plm_probability: the ratio of a span's length to the stretch it is drawn in.
         max_span_length: the longest span of masked tokens.
-        return_tensors: ``"pt"`` only.
+        return_tensors: ``"pt"`` (torch tensors) or ``"np"`` (numpy arrays; needs numpy).
         pad_to_multiple_of: round the padded length up to a multiple of this.
         seed: the seed of the spans and orders; None as in DataCollatorForLanguageModeling.
     """
@@ -60,13 +59,13 @@ class DataCollatorForPermutationLanguageModeling(SeededCollator):
         self.pad_to_multiple_of = pad_to_multiple_of
         self.mask_token_id = mask_token_id(tokenizer, self._owner, "")
         plan = PaddingPlan(self._owner, tokenizer, True, None, pad_to_multiple_of)
-        self.padder = GroupPadder(self._owner, tokenizer, plan)
+        self.padder = self._padder(plan)
 
-    def __call__(self, samples: Sequence[Any]) -> Any:
+    def _collate(self, samples: Sequence[Any]) -> Any:
         """Collate ``samples`` (tokenized mappings, nested or not, or token sequences)."""
         if len(samples) > 0 and is_token_sequence(samples[0]):
             return self._collate_tokenized([{"input_ids": sample} for sample in samples], ())
-        return super().__call__(samples)
+        return super()._collate(samples)
 
     def _collate_tokenized(
         self, features: Sequence[Mapping[str, Any]], path: KeyPath

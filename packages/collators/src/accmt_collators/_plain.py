@@ -35,16 +35,23 @@ def collate_plain(values: Sequence[Any], owner: str, path: KeyPath) -> Any:
         raise _uneven(owner, path, error) from error
 
 
-def collate_beside_tokens(values: Sequence[Any], owner: str, path: KeyPath) -> Any:
+def collate_beside_tokens(
+    values: Sequence[Any], owner: str, path: KeyPath, *, float64: bool = False
+) -> Any:
     """A field that sits next to ``input_ids`` and is not padded (a class label, a score).
 
     Python numbers and lists become a tensor the way transformers' ``tokenizer.pad`` makes
-    them (``torch.tensor``: ints to int64, floats to float32); anything else goes through
+    them (``torch.tensor``: ints to int64, floats to float32, or with ``float64`` to float64
+    as numpy makes them for its "np" batches); anything else goes through
     ``default_collate`` (tensors keep their dtype, strings stay a list).
     """
     if isinstance(values[0], (bool, int, float, list, tuple)):
         try:
-            return torch.tensor(values)
+            tensor = torch.tensor(values)
+            if float64 and tensor.is_floating_point():
+                # Again from the values: float32 has already rounded them.
+                tensor = torch.tensor(values, dtype=torch.float64)
+            return tensor
         except (RuntimeError, TypeError, ValueError) as error:
             raise _uneven(owner, path, error) from error
     return collate_plain(values, owner, path)

@@ -45,11 +45,13 @@ class EpochSeed:
     def salt(self, path: KeyPath) -> int:
         """The salt of one tokenized place of the samples for this batch."""
         epoch = self.epoch
-        if epoch is None:
-            # No epoch was ever set: draw like transformers' collators, from torch's global
-            # generator (a worker's is seeded per worker by the DataLoader).
+        if self.seed is None:
+            # Neither a seed nor an epoch was ever given: draw like transformers' collators
+            # without a seed, from torch's global generator (a worker's is seeded per worker by
+            # the DataLoader). set_epoch takes torch's seed, and the draws become keyed.
             return int(torch.randint(-(2**63), 2**63 - 1, ()).item())
-        return salt_of(self.seed, epoch, path)
+        # A seed given to the collator holds from its first batch: epoch 0 until set_epoch.
+        return salt_of(self.seed, 0 if epoch is None else epoch, path)
 
 
 class SeededCollator(Collator):
@@ -66,14 +68,16 @@ class SeededCollator(Collator):
 
     @property
     def epoch(self) -> int | None:
-        """The epoch last given to :meth:`set_epoch` (None before the first call)."""
+        """The epoch last given to :meth:`set_epoch` (None before the first call, when a
+        collator given a ``seed`` draws epoch 0's masks)."""
         return self.seeding.epoch
 
     def set_epoch(self, epoch: int) -> None:
         """Draw this epoch's masks as a function of (seed, ``epoch``, sample).
 
         accmt's Trainer calls it before each epoch's batches, also when it resumes; a loop of
-        one's own calls it at the start of each epoch. Until the first call, each batch draws
-        from torch's global generator, as transformers' collators do.
+        one's own calls it at the start of each epoch. Until the first call, a collator given
+        a ``seed`` draws epoch 0's masks; one without draws each batch from torch's global
+        generator, as transformers' collators without a seed do.
         """
         self.seeding.set_epoch(epoch)

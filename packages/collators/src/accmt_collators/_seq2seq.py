@@ -9,6 +9,7 @@ import torch
 
 from ._base import PaddingCollator
 from ._errors import CollatorError
+from ._padding import PaddingOption
 from ._plain import KeyPath, place
 from ._ragged import Ragged
 from ._tokenizer import PaddingTokenizer, padding_side
@@ -22,7 +23,9 @@ class DataCollatorForSeq2Seq(PaddingCollator):
     batch, or to ``max_length`` with ``padding="max_length"``, rounded up to
     ``pad_to_multiple_of``; they come out as ``labels`` (``None`` when the samples have
     none). With a ``model`` that has ``prepare_decoder_input_ids_from_labels`` (the
-    encoder-decoder models of transformers), the batch also gets ``decoder_input_ids``.
+    encoder-decoder models of transformers), the batch also gets ``decoder_input_ids``
+    (the model is given the labels as a tensor, also with ``return_tensors="np"``: a torch
+    model shifts tensors).
     The other arguments are those of :class:`DataCollatorWithPadding`.
     """
 
@@ -30,7 +33,7 @@ class DataCollatorForSeq2Seq(PaddingCollator):
         self,
         tokenizer: PaddingTokenizer,
         model: Any | None = None,
-        padding: bool | str = True,
+        padding: PaddingOption = True,
         max_length: int | None = None,
         pad_to_multiple_of: int | None = None,
         label_pad_token_id: int = -100,

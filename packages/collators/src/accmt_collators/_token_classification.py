@@ -7,6 +7,7 @@ from typing import Any
 
 from ._base import PaddingCollator
 from ._errors import CollatorError
+from ._padding import PaddingOption
 from ._plain import KeyPath, place
 from ._ragged import Ragged
 from ._tokenizer import PaddingTokenizer
@@ -24,7 +25,7 @@ class DataCollatorForTokenClassification(PaddingCollator):
     def __init__(
         self,
         tokenizer: PaddingTokenizer,
-        padding: bool | str = True,
+        padding: PaddingOption = True,
         max_length: int | None = None,
         pad_to_multiple_of: int | None = None,
         label_pad_token_id: int = -100,

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._base import PaddingCollator
+from ._padding import PaddingOption
 from ._plain import KeyPath
 from ._tokenizer import PaddingTokenizer
 
@@ -19,10 +20,11 @@ class DataCollatorWithPadding(PaddingCollator):
             tokenizer will do; see :class:`PaddingTokenizer`).
         padding: ``True``/``"longest"`` pads to the longest sample of the batch,
             ``"max_length"`` to ``max_length`` (else the tokenizer's ``model_max_length``),
-            ``False``/``"do_not_pad"`` not at all (the samples must then be one length).
+            ``False``/``"do_not_pad"`` not at all (the samples must then be one length);
+            transformers' ``PaddingStrategy``, or any Enum with one of these values, too.
         max_length: the length ``padding="max_length"`` pads to; a longer sample is an error.
         pad_to_multiple_of: round the padded length up to a multiple of this.
-        return_tensors: ``"pt"`` only.
+        return_tensors: ``"pt"`` (torch tensors) or ``"np"`` (numpy arrays; needs numpy).
 
     A ``label`` or ``label_ids`` key is renamed ``labels``. Samples may nest tokenized
     mappings in dicts, tuples and lists, to any depth: each is padded on its own.
@@ -31,7 +33,7 @@ class DataCollatorWithPadding(PaddingCollator):
     def __init__(
         self,
         tokenizer: PaddingTokenizer,
-        padding: bool | str = True,
+        padding: PaddingOption = True,
         max_length: int | None = None,
         pad_to_multiple_of: int | None = None,
         return_tensors: str = "pt",

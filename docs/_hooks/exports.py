@@ -11,7 +11,7 @@ import importlib
 from typing import Any
 
 _LEGACY = ["states", "callbacks", "decorators", "metrics", "hyperparameters", "monitor",
-           "modules", "trainer", "curriculum", "utils"]  # fmt: skip
+           "modules", "trainer", "curriculum", "utils", "evaluator"]  # fmt: skip
 
 
 def _link(module: str, name: str) -> str:

@@ -120,6 +120,7 @@ class TrainingLoop:
         """Restore model, optimizer, scheduler, scaler and RNGs, fire on_resume, and return the
         rest of the interrupted epoch's batches (None when it stopped between epochs)."""
         rest: Iterator[Any] | None = None
+        self._enter_stage()  # a checkpoint of schema 3 had no stage index
         if self.state.batches_seen_in_epoch:
             # Starting an epoch's iterator draws from the global RNG. The interrupted run drew
             # before its checkpoint, so this run draws first and restores the RNGs after.
@@ -138,6 +139,7 @@ class TrainingLoop:
         pass, or with stages, the part of a pass up to the end of its stage."""
         state = self.state
         loader, total = self.run.plan.epoch(state.epoch)
+        self._enter_stage()
         if rest is None:
             state.is_last_epoch = state.epoch == self.run.epochs - 1
             state.is_end_of_epoch = state.is_last_training_batch = False
@@ -163,6 +165,11 @@ class TrainingLoop:
                 # The epoch stays unfinished: a resume from this step's checkpoint ends it.
                 return
         self._end_epoch()
+
+    def _enter_stage(self) -> None:
+        """The state names the curriculum stage of its epoch; assigning it runs the field's
+        validators, like every assignment to the state."""
+        self.state.train_dataloader_idx = self.run.plan.stage(self.state.epoch)
 
     def _epoch_loader(self, loader: Any) -> Any:
         """This epoch's batches of ``loader``, past those a resumed run already consumed."""

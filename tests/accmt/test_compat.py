@@ -15,7 +15,7 @@ ONE_X_NAMES = {
     "accmt": [
         "Trainer", "AcceleratorModule", "ExtendedAcceleratorModule", "HyperParameters",
         "Optimizer", "Scheduler", "Monitor", "Callback", "on_main_process", "on_last_process",
-        "on_local_main_process", "on_local_process", "on_process",
+        "on_local_main_process", "on_local_process", "on_process", "set_seed",
     ],
     "accmt.states": ["TrainingState"],
     "accmt.callbacks": ["Callback"],

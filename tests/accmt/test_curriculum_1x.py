@@ -1,5 +1,6 @@
 """accmt 1.x's curriculum as a plain list of ``(max_step, dataset)`` stages, through ``accmt``'s
-Trainer (which turns it into a curriculum); a list of samples is still one dataset."""
+Trainer (which turns it into a curriculum); a list of samples is still one dataset; a callback
+reads the current stage in ``state.train_dataloader_idx``, as in 1.x."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from accmt import HyperParameters, Trainer, TrainerConfigError
+from accmt import Callback, HyperParameters, Trainer, TrainerConfigError
 from tests.trainer.test_curriculum import StageRecorder, stage_of_each_step, tagged
 
 
@@ -82,3 +83,21 @@ def test_bad_dataloader_kwargs_are_named_before_training(tmp_path: Path) -> None
     with pytest.raises(TrainerConfigError, match=r"dataloader_kwargs \{'batch_sise': 2\} do not"):
         run(tmp_path).fit(module, stages)
     assert module.seen == []
+
+
+def test_a_1x_callback_reads_the_stage_index_from_the_state(tmp_path: Path) -> None:
+    class Stages(Callback):
+        def __init__(self) -> None:
+            self.seen: dict[int, int] = {}
+
+        def on_after_training_step(self) -> None:
+            assert self.state is not None
+            self.seen[self.state.global_step] = self.state.train_dataloader_idx
+
+    hps = HyperParameters(epochs=1, batch_size=4, optimizer_kwargs={"lr": 0.1}, max_steps=7)
+    stages, module = Stages(), StageRecorder()
+    with pytest.warns(DeprecationWarning, match=r"Trainer\(callback"):
+        trainer = Trainer(hps, str(tmp_path / "run"), callback=stages, log_with=None)
+    state = trainer.fit(module, [(2, tagged(8, 0)), (5, tagged(8, 1)), (-1, tagged(8, 2))])
+    assert stages.seen == {1: 0, 2: 0, 3: 1, 4: 1, 5: 1, 6: 2, 7: 2}
+    assert state.train_dataloader_idx == 2

@@ -3,6 +3,7 @@ from_hf, and ExtendedAcceleratorModule.step."""
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from accmt import (
     ExtendedAcceleratorModule,
     HyperParameters,
     Trainer,
+    TrainerConfigError,
 )
 from tests.trainer._tiny_gpt2 import save_tiny_gpt2
 
@@ -139,6 +141,73 @@ def test_a_from_hf_module_trains(tiny_gpt2: Path, tmp_path: Path) -> None:
         not torch.equal(a, b) for a, b in zip(before, module.model.parameters(), strict=True)
     )
     assert state.additional_metrics["validation"]["loss"] > 0
+
+
+def quiet_trainer(folder: Path) -> Trainer:
+    hps = HyperParameters(epochs=1, batch_size=4, optimizer="AdamW", optimizer_kwargs={"lr": 1e-2})
+    return Trainer(hps, folder, log_with=None, checkpoint_every=None, progress_bar=False)
+
+
+@pytest.mark.transformers
+def test_fit_trains_a_transformers_model_given_as_path_and_class(tmp_path: Path) -> None:
+    import transformers
+
+    config = transformers.GPT2Config(vocab_size=32, n_positions=16, n_embd=16, n_layer=2, n_head=2)
+    torch.manual_seed(0)
+    transformers.GPT2LMHeadModel(config).save_pretrained(tmp_path / "gpt2")
+    trainer = quiet_trainer(tmp_path / "run")
+    state = trainer.fit((str(tmp_path / "gpt2"), "AutoModelForCausalLM"), TokenData())
+    assert state.global_step == 2  # 8 samples in batches of 4
+    assert math.isfinite(state.best_train_loss)
+    trained = trainer.accelerator.unwrap_model(trainer.model)
+    assert isinstance(trained, transformers.GPT2LMHeadModel)
+    saved = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "gpt2")
+    pairs = zip(saved.parameters(), trained.parameters(), strict=True)
+    assert any(not torch.equal(before, after) for before, after in pairs)
+
+
+@pytest.mark.transformers
+@pytest.mark.parametrize("name", ["AutoModelForCausalLMM", "set_seed", "os.path"])
+def test_fit_names_a_model_type_that_is_no_class_of_transformers(
+    tiny_gpt2: Path, tmp_path: Path, name: str
+) -> None:
+    with pytest.raises(TrainerConfigError, match=rf"Trainer\.fit\(.*type='{name}'\): transformers"):
+        quiet_trainer(tmp_path / "run").fit((str(tiny_gpt2), name), TokenData())
+    assert not (tmp_path / "run").exists()  # refused before the run touched its folder
+
+
+@pytest.mark.parametrize(
+    ("module", "message"),
+    [
+        (("a", "b", "c"), r"a module given as a tuple is accmt 1\.x's \(path, type\).*got \('a'"),
+        ((3, "AutoModel"), r"a module given as a tuple .* got \(3, 'AutoModel'\)"),
+        ((), r"a module given as a tuple .* got \(\)"),
+    ],
+)
+def test_fit_refuses_a_tuple_that_is_not_path_and_type(
+    tmp_path: Path, module: Any, message: str
+) -> None:
+    with pytest.raises(TrainerConfigError, match=message):
+        quiet_trainer(tmp_path / "run").fit(module, TokenData())
+
+
+@pytest.mark.transformers
+def test_a_path_alone_is_1x_s_auto_model_and_keywords_go_to_from_pretrained(
+    tiny_gpt2: Path,
+) -> None:
+    import transformers
+
+    from accmt._one_x._trainer import _module
+
+    module = _module(tiny_gpt2, {"output_hidden_states": True})
+    assert isinstance(module, AcceleratorModule)
+    assert isinstance(module.model, transformers.GPT2Model)  # AutoModel, as in 1.x
+    assert module.model.config.output_hidden_states
+
+
+def test_from_pretrained_arguments_need_a_model_path(tmp_path: Path) -> None:
+    with pytest.raises(TrainerConfigError, match=r"got revision: keyword arguments of from_pre"):
+        quiet_trainer(tmp_path / "run").fit(Linear(), blobs(8), revision="main")
 
 
 @pytest.mark.transformers

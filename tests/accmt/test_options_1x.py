@@ -9,11 +9,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import torch
 from accelerate.tracking import GeneralTracker
 from torch.utils.data import BatchSampler, SequentialSampler, default_collate
 
+import accmt_trainer
 from accmt import (
     AcceleratorModule,
     ArtifactNotFoundError,
@@ -594,31 +596,32 @@ def test_a_missing_artifact_is_named(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- Monitor
 
 
-@pytest.mark.parametrize(
-    ("flags", "expected", "message"),
-    [
-        ({"gpu_utilization": True}, Monitor(memory=True), r"use Monitor\(memory=\.\.\.\)"),
-        ({"cpu_utilization": True, "memory": False}, Monitor(memory=True), r"Monitor\(memory="),
-        ({"gpu_utilization": False}, Monitor(), r"gpu_utilization=\.\.\.\) is accmt 1.x's"),
-        ({"checkpoint": True, "epoch": False}, Monitor(epoch=False), r"no effect in accmt 2"),
-    ],
-)
-def test_monitor_takes_1x_flags_with_a_warning_naming_the_2x_field(
-    flags: dict[str, bool], expected: Monitor, message: str
-) -> None:
+def test_monitor_takes_1x_s_utilization_flags_as_its_own() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # they are accmt 2 flags, not deprecated spellings
+        monitor = Monitor(gpu_utilization=True, cpu_utilization=True)
+    assert (monitor.gpu_utilization, monitor.cpu_utilization, monitor.memory) == (True, True, False)
+    two_x = accmt_trainer.Monitor(gpu_utilization=True, cpu_utilization=True)
+    assert attrs.asdict(monitor) == attrs.asdict(two_x)
+
+
+def test_monitor_ignores_1x_s_checkpoint_flag_with_a_warning() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
-        monitor = Monitor(**flags)
-    assert monitor == expected
+        monitor = Monitor(checkpoint=True, epoch=False)
+    assert monitor == Monitor(epoch=False)
     assert len(caught) == 1
     assert caught[0].category is DeprecationWarning
-    assert re.search(message, str(caught[0].message))
+    assert re.search(
+        r"Monitor\(checkpoint=\.\.\.\) has no effect in accmt 2", str(caught[0].message)
+    )
     assert (Path(caught[0].filename).name, caught[0].lineno) == (Path(__file__).name, line)
 
 
 def test_monitor_keeps_its_2x_signature_and_refuses_other_names() -> None:
-    assert "gpu_utilization" not in inspect.signature(Monitor).parameters
+    assert "checkpoint" not in inspect.signature(Monitor).parameters
+    assert "gpu_utilization" in inspect.signature(Monitor).parameters
     assert "memory" in inspect.signature(Monitor).parameters
     with pytest.raises(TypeError, match="unexpected keyword argument 'gpu_memory'"):
         Monitor(gpu_memory=True)  # type: ignore[call-arg]

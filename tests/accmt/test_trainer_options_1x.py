@@ -120,7 +120,7 @@ CASES: list[tuple[str, Any, dict[str, Any], str | None]] = [
     kept("eval_when_start", True),
     kept("monitor", Monitor(learning_rate=True)),
     ("monitor", {"learning_rate": True, "gpu_utilization": True, "checkpoint": True},
-     {"monitor": Monitor(learning_rate=True, memory=True)}, "monitor=Monitor("),
+     {"monitor": Monitor(learning_rate=True, gpu_utilization=True)}, "monitor=Monitor("),
     ("monitor", None, {}, None),
     kept("metrics", [METRIC]),
     kept("metrics", METRIC),  # one metric: the Trainer's to accept, as 1.x did
@@ -293,7 +293,7 @@ def test_a_1x_monitor_file_or_dict_becomes_a_monitor(tmp_path: Path) -> None:
     path = tmp_path / "monitor.yaml"
     path.write_text("learning_rate: true\ncpu_utilization: true\nepoch: false\n")
     result, _ = translate(monitor=str(path))
-    assert result["monitor"] == Monitor(learning_rate=True, memory=True, epoch=False)
+    assert result["monitor"] == Monitor(learning_rate=True, cpu_utilization=True, epoch=False)
     with pytest.raises(TrainerConfigError, match="has no gpu_memory"):
         translate_1x_options((), {"monitor": {"gpu_memory": True}})
     with pytest.raises(TrainerConfigError, match="expected a Monitor"):

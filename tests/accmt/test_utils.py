@@ -99,3 +99,10 @@ def test_seed() -> None:
     first = (random.random(), torch.rand(2).tolist())
     set_seed(123)
     assert (random.random(), torch.rand(2).tolist()) == first
+
+
+def test_set_seed_is_at_the_top_as_in_1x() -> None:
+    import accmt
+
+    assert accmt.set_seed is set_seed  # so get_seed() knows the seed it was given
+    assert "set_seed" in accmt.__all__

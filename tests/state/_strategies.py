@@ -42,7 +42,8 @@ FIELD_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     "batches_seen_in_epoch": counts,
     "last_evaluation_step": st.none() | counts,
     "skipped_steps": counts,
-    "schema_version": st.just(3),
+    "train_dataloader_idx": counts,
+    "schema_version": st.just(4),
 }
 assert set(FIELD_STRATEGIES) == set(attrs.fields_dict(TrainingState)), "a field lacks a strategy"
 

@@ -15,18 +15,20 @@ import pytest
 from accmt_state import SCHEMA_VERSION, StateError, TrainingState, register_migration, write_json
 
 FIXTURES = Path(__file__).parent / "fixtures"
-REMOVED_IN_SCHEMA_3 = ("train_dataloader_idx", "samples_seen_in_epoch", "sampler_seed")
+REMOVED_IN_SCHEMA_3 = ("samples_seen_in_epoch", "sampler_seed")
 
 
-def assert_schema_3_fields(state: TrainingState) -> None:
+def assert_schema_3_fields(state: TrainingState, stage: int = 0) -> None:
     """A state migrated from a file older than schema 3: the fields schema 3 dropped are gone,
-    and the fields it added take the values the migration gives them."""
+    the fields it added take the values the migration gives them, and the stage index is the
+    one the file had (schema 3 dropped it, schema 4 reads it again)."""
     for name in REMOVED_IN_SCHEMA_3:
         assert not hasattr(state, name), name
         assert name not in state.to_dict(), name
     assert state.last_evaluation_step is None
     assert state.skipped_steps == 0
-    assert state.schema_version == SCHEMA_VERSION == 3
+    assert state.train_dataloader_idx == stage
+    assert state.schema_version == SCHEMA_VERSION == 4
 
 
 def test_accmt_1x_state_json_loads(tmp_path: Path) -> None:
@@ -49,7 +51,7 @@ def test_accmt_1x_state_json_loads(tmp_path: Path) -> None:
     assert state.model_savings == {"best_valid_loss": 0.4012, "accuracy": 0.8801}
     assert state.patience_left == {"best_valid_loss": 2}  # -1 meant "no patience"
     assert state.batches_seen_in_epoch == 130  # 1.x resumed by skipping train_step batches
-    assert_schema_3_fields(state)  # 1 -> 2 -> 3
+    assert_schema_3_fields(state)  # 1 -> 2 -> 3 -> 4
 
 
 def test_early_accmt_1x_state_json_without_late_fields_loads() -> None:
@@ -94,7 +96,16 @@ def test_a_migrated_file_is_saved_as_the_current_schema(tmp_path: Path) -> None:
     assert data["best_train_loss"] == {"$numberDouble": "Infinity"}
     assert set(REMOVED_IN_SCHEMA_3).isdisjoint(data)
     assert (data["last_evaluation_step"], data["skipped_steps"]) == (None, 0)
+    assert data["train_dataloader_idx"] == 0
     assert TrainingState.load(path) == TrainingState.load(path)
+
+
+def test_a_1x_file_keeps_the_stage_index_1x_wrote() -> None:
+    # 1.x's train_dataloader_idx was the index in its list of (max_step, dataset) stages.
+    data = json.loads((FIXTURES / "accmt1_state.json").read_text(encoding="utf-8"))
+    assert TrainingState.from_dict({**data, "train_dataloader_idx": 2}).train_dataloader_idx == 2
+    with pytest.raises(StateError, match=r"must be >= 0, got -1 @ \$\.train_dataloader_idx"):
+        TrainingState.from_dict({**data, "train_dataloader_idx": -1})
 
 
 def test_an_explicit_version_1_file_migrates_and_v1_core_fields_stay_required() -> None:
@@ -115,21 +126,21 @@ def test_a_schema_2_file_migrates_dropping_the_unread_fields() -> None:
     assert data["train_dataloader_idx"] == 1
     assert {"last_evaluation_step", "skipped_steps"}.isdisjoint(data)
     state = TrainingState.load(v2)
-    assert_schema_3_fields(state)
+    assert_schema_3_fields(state, stage=1)  # the stage index survives 2 -> 3 -> 4
     assert state.batches_seen_in_epoch == 64  # the resume position survives
     assert state.additional_metrics["validation"]["perplexity"] == math.inf
     assert state.model_savings["accuracy"] == -math.inf
     assert state.additional_metrics["validation"]["confusion"] == [[5, 1], [0, 7]]
     assert state.patience_left == {"best_valid_loss": 3}
-    # Every other field is carried over unchanged: the schema-3 golden file is this same run.
-    golden = TrainingState.load(FIXTURES / "v3_state.json")
+    # Every other field is carried over unchanged: the golden file is this same run.
+    golden = TrainingState.load(FIXTURES / "v4_state.json")
     assert attrs.evolve(state, last_evaluation_step=1000, skipped_steps=3) == golden
     assert TrainingState.from_dict(data) == state
     assert data["schema_version"] == 2  # the caller's data is left alone
     assert data["sampler_seed"] == 1234
 
 
-def test_the_2_to_3_step_sets_the_new_fields_and_keeps_the_rest() -> None:
+def test_the_2_to_3_and_3_to_4_steps_set_the_new_fields_and_keep_the_rest() -> None:
     from accmt_state import _migrations
 
     data = json.loads((FIXTURES / "v2_state.json").read_text(encoding="utf-8"))
@@ -142,27 +153,42 @@ def test_the_2_to_3_step_sets_the_new_fields_and_keeps_the_rest() -> None:
         **{k: v for k, v in data.items() if k not in REMOVED_IN_SCHEMA_3},
         "last_evaluation_step": None,
         "skipped_steps": 0,
-        "schema_version": 3,
+        "schema_version": 4,
     }
-    # A schema-2 file that lacks a dropped field (they had defaults) still migrates.
+    # A schema-2 file that lacks a field (they had defaults) still migrates: stage 0.
     del data["sampler_seed"], data["train_dataloader_idx"]
-    assert _migrations.migrate(data) == migrated
+    assert _migrations.migrate(data) == {**migrated, "train_dataloader_idx": 0}
 
 
-def test_a_schema_3_file_is_not_migrated_and_needs_every_field() -> None:
+def test_a_schema_3_file_gets_stage_0_and_keeps_everything_else() -> None:
     data = json.loads((FIXTURES / "v3_state.json").read_text(encoding="utf-8"))
+    assert data["schema_version"] == 3
+    assert "train_dataloader_idx" not in data
+    state = TrainingState.from_dict(data)
+    assert state.train_dataloader_idx == 0
+    golden = TrainingState.load(FIXTURES / "v4_state.json")
+    assert state == attrs.evolve(golden, train_dataloader_idx=0)
     with pytest.raises(StateError, match=r"required field missing @ \$\.skipped_steps"):
         TrainingState.from_dict({k: v for k, v in data.items() if k != "skipped_steps"})
     with pytest.raises(StateError, match=r"unknown fields 'samples_seen_in_epoch'"):
         TrainingState.from_dict({**data, "samples_seen_in_epoch": 4096})
 
 
+def test_a_schema_4_file_is_not_migrated_and_needs_every_field() -> None:
+    data = json.loads((FIXTURES / "v4_state.json").read_text(encoding="utf-8"))
+    with pytest.raises(StateError, match=r"required field missing @ \$\.train_dataloader_idx"):
+        TrainingState.from_dict({k: v for k, v in data.items() if k != "train_dataloader_idx"})
+    with pytest.raises(StateError, match=r"expected an integer, got a boolean .*train_dataloader"):
+        TrainingState.from_dict({**data, "train_dataloader_idx": True})
+
+
 def test_the_current_format_is_frozen() -> None:
     # If this fails, the file format changed: bump SCHEMA_VERSION and register a migration.
-    golden = FIXTURES / "v3_state.json"
+    golden = FIXTURES / "v4_state.json"
     state = TrainingState.load(golden)
-    assert state.schema_version == SCHEMA_VERSION == 3
+    assert state.schema_version == SCHEMA_VERSION == 4
     assert (state.last_evaluation_step, state.skipped_steps) == (1000, 3)
+    assert state.train_dataloader_idx == 1
     assert state.batches_seen_in_epoch == 64
     assert state.additional_metrics["validation"]["perplexity"] == math.inf
     assert state.model_savings["accuracy"] == -math.inf
@@ -171,7 +197,7 @@ def test_the_current_format_is_frozen() -> None:
 
 
 def test_golden_file_is_rewritten_byte_for_byte(tmp_path: Path) -> None:
-    golden = FIXTURES / "v3_state.json"
+    golden = FIXTURES / "v4_state.json"
     TrainingState.load(golden).save(tmp_path / "again.json")
     assert (tmp_path / "again.json").read_bytes() == golden.read_bytes()
 
@@ -183,8 +209,8 @@ def newer(**extra: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("data", "refusal"),
     [
-        (newer(), r"schema 4 is newer .* \(3\); .* lenient=True .* @ \$\.schema_version"),
-        (newer(grad_scale=1.0), r"schema 4 is newer"),
+        (newer(), r"schema 5 is newer .* \(4\); .* lenient=True .* @ \$\.schema_version"),
+        (newer(grad_scale=1.0), r"schema 5 is newer"),
         ({**TrainingState().to_dict(), "grad_scale": 1.0}, r"unknown fields 'grad_scale' .* @ \$"),
         (
             {**TrainingState(global_step=9).to_dict(), "sampler_seed": 1234},
@@ -222,6 +248,8 @@ def test_register_migration_guards_its_registry() -> None:
         register_migration(1)(lambda data: data)
     with pytest.raises(ValueError, match="already registered: _drop_unread_fields"):
         register_migration(2)(lambda data: data)
+    with pytest.raises(ValueError, match="already registered: _stage_index"):
+        register_migration(3)(lambda data: data)
     with pytest.raises(ValueError, match="would never run"):
         register_migration(SCHEMA_VERSION)
     with pytest.raises(ValueError, match="between 1 and"):
@@ -231,14 +259,14 @@ def test_register_migration_guards_its_registry() -> None:
 
 
 def test_migrations_run_in_order_one_version_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Pretend a schema 4 exists, to see the registered steps chain from a 1.x file.
+    # Pretend a schema 5 exists, to see the registered steps chain from a 1.x file.
     from accmt_state import _migrations
 
-    monkeypatch.setattr(_migrations, "SCHEMA_VERSION", 4)
+    monkeypatch.setattr(_migrations, "SCHEMA_VERSION", 5)
     monkeypatch.setattr(_migrations, "_MIGRATIONS", dict(_migrations._MIGRATIONS))
     seen: list[dict[str, Any]] = []
 
-    @register_migration(3)
+    @register_migration(4)
     def rename_global_step(data: dict[str, Any]) -> dict[str, Any]:
         seen.append(dict(data))
         steps = data.pop("global_step")
@@ -246,11 +274,12 @@ def test_migrations_run_in_order_one_version_at_a_time(monkeypatch: pytest.Monke
 
     data = json.loads((FIXTURES / "accmt1_state.json").read_text(encoding="utf-8"))
     migrated = _migrations.migrate(data)
-    assert [step["schema_version"] for step in seen] == [3]
+    assert [step["schema_version"] for step in seen] == [4]
     assert seen[0]["batches_seen_in_epoch"] == 130  # the 1 -> 2 step ran first
     assert seen[0]["skipped_steps"] == 0  # then the 2 -> 3 step
+    assert seen[0]["train_dataloader_idx"] == 0  # then the 3 -> 4 step
     assert set(REMOVED_IN_SCHEMA_3).isdisjoint(seen[0])
-    assert migrated["schema_version"] == 4
+    assert migrated["schema_version"] == 5
     assert migrated["optimizer_steps"] == 765
     assert "global_step" not in migrated
     assert migrated["batches_seen_in_epoch"] == 130

@@ -31,10 +31,11 @@ DEFAULTS = {
     "batches_seen_in_epoch": 0,
     "last_evaluation_step": None,
     "skipped_steps": 0,
-    "schema_version": 3,
+    "train_dataloader_idx": 0,
+    "schema_version": 4,
 }
 
-REMOVED_IN_SCHEMA_3 = ["train_dataloader_idx", "samples_seen_in_epoch", "sampler_seed"]
+REMOVED_IN_SCHEMA_3 = ["samples_seen_in_epoch", "sampler_seed"]
 
 COUNTERS = [name for name, value in DEFAULTS.items() if type(value) is int]
 FLAGS = [name for name, value in DEFAULTS.items() if type(value) is bool]
@@ -69,8 +70,9 @@ NONSENSE: list[tuple[str, Any, type[Exception]]] = [
 
 def test_defaults_are_accmt_1x_ones_plus_resume_fields() -> None:
     assert attrs.asdict(TrainingState()) == DEFAULTS
-    assert SCHEMA_VERSION == 3
-    assert "skipped_steps" in COUNTERS  # so NONSENSE checks it like every other counter
+    assert SCHEMA_VERSION == 4
+    # so NONSENSE checks them like every other counter
+    assert {"skipped_steps", "train_dataloader_idx"} <= set(COUNTERS)
 
 
 @pytest.mark.parametrize("name", REMOVED_IN_SCHEMA_3)
@@ -137,8 +139,8 @@ def test_schema_version_is_fixed() -> None:
         state.schema_version = 1
     with pytest.raises(ValueError, match="schema_version"):
         TrainingState(schema_version=1)
-    with pytest.raises(ValueError, match="schema_version must be 3, got 2"):
-        TrainingState(schema_version=2)
+    with pytest.raises(ValueError, match="schema_version must be 4, got 3"):
+        TrainingState(schema_version=3)
 
 
 def test_update_sets_several_fields() -> None:
@@ -187,7 +189,7 @@ def test_to_dict_is_plain_strict_json_data() -> None:
     data = state.to_dict()
     assert data["best_train_loss"] == {"$numberDouble": "Infinity"}
     assert data["additional_metrics"] == {"validation": {"loss": {"$numberDouble": "NaN"}}}
-    assert data["schema_version"] == 3
+    assert data["schema_version"] == 4
     assert (data["last_evaluation_step"], data["skipped_steps"]) == (None, 0)
     assert list(data) == list(DEFAULTS)
 

@@ -1,5 +1,6 @@
 """Curriculum learning: the stage math of each class, its errors, and Trainer.fit training each
-stage's data up to the stage's end, resuming exactly across a stage's end."""
+stage's data up to the stage's end, resuming exactly across a stage's end, with the state naming
+the current stage."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from torch.utils.data import TensorDataset
 
 from accmt_callbacks import Callback
+from accmt_state import TrainingState
 from accmt_trainer import (
     HyperParameters,
     RangeCurriculum,
@@ -271,3 +273,54 @@ def test_a_stopped_curriculum_resumes_exactly(tmp_path: Path, stop_at: int) -> N
     assert first.seen + second.seen == whole.seen
     for mine, theirs in zip(second.model.parameters(), whole.model.parameters(), strict=True):
         assert torch.equal(mine, theirs)
+
+
+# ------------------------------------------------------------------ the state's stage index
+
+
+class StageIndex(Callback):
+    """Records ``state.train_dataloader_idx`` for each batch (with the step it trains towards)
+    and at ``on_resume``."""
+
+    def __init__(self) -> None:
+        self.by_batch: list[tuple[int, int]] = []
+        self.at_resume: int | None = None
+
+    def on_resume(self) -> None:
+        assert self.state is not None
+        self.at_resume = self.state.train_dataloader_idx
+
+    def on_before_training_step(self, batch: Any) -> None:
+        assert self.state is not None
+        self.by_batch.append((self.state.global_step + 1, self.state.train_dataloader_idx))
+
+
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_the_state_names_the_stage_of_each_batch(tmp_path: Path, accumulation: int) -> None:
+    curriculum = StepsCurriculum()
+    curriculum.add(tagged(12, 0), 5)
+    curriculum.add(tagged(40, 1, seed=1), 4)
+    curriculum.add(tagged(8, 2, seed=2), -1)
+    module, stages = StageRecorder(), StageIndex()
+    trainer = run(tmp_path, 12, grad_accumulation_steps=accumulation, callbacks=[stages])
+    state = trainer.fit(module, curriculum)
+    # Each batch's stage index is the stage whose data the batch holds.
+    assert stages.by_batch == [(step, *tags) for step, tags in module.seen]
+    assert dict(stages.by_batch) == {s: 0 if s <= 5 else 1 if s <= 9 else 2 for s in range(1, 13)}
+    assert state.train_dataloader_idx == 2
+    assert run(tmp_path, folder="one").fit(StageRecorder(), tagged(8, 0)).train_dataloader_idx == 0
+
+
+def test_a_run_resumed_in_stage_1_keeps_its_stage_index(tmp_path: Path) -> None:
+    options = {"checkpoint_every": "1 step", "seed": 3}
+    stopped = run(tmp_path, callbacks=[StopAt(7)], **options)  # stage 1 is steps 6 to 9
+    assert stopped.fit(StageRecorder(), curriculum_for_resume()).train_dataloader_idx == 1
+    latest = sorted((tmp_path / "run" / "checkpoints").glob("checkpoint_*"))[-1]
+    saved = TrainingState.load(latest / "state.json")
+    assert (saved.global_step, saved.train_dataloader_idx) == (7, 1)
+    stages = StageIndex()
+    resumed = run(tmp_path, callbacks=[stages], **options)
+    state = resumed.fit(StageRecorder(), curriculum_for_resume())
+    assert stages.at_resume == 1
+    assert stages.by_batch == [(8, 1), (9, 1), (10, 2), (11, 2), (12, 2)]
+    assert (state.global_step, state.train_dataloader_idx) == (12, 2)

@@ -72,5 +72,5 @@ def test_the_signature_is_the_trainer_s_own() -> None:
 
 
 def test_monitor_takes_its_own_flags_only() -> None:
-    with pytest.raises(TypeError, match="unexpected keyword argument 'gpu_utilization'"):
-        Monitor(gpu_utilization=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'checkpoint'"):
+        Monitor(checkpoint=True)  # type: ignore[call-arg]

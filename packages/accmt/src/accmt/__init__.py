@@ -37,6 +37,9 @@ from ._one_x import Trainer as Trainer
 from ._one_x._dropped import TOP_LEVEL as _TOP_LEVEL
 from ._one_x._dropped import dropped as _dropped
 
+# accmt 1.x's `from accmt import set_seed` (also in accmt.utils, with get_seed).
+from ._one_x._utils import set_seed as set_seed
+
 __version__ = "2.0.0"
 
 # accmt 1.x's module-level accelerator, allow_tf32, ...: using one says what to use instead.
@@ -50,3 +53,4 @@ __all__ += _metrics.__all__
 __all__ += _trainer.__all__
 __all__ += _collators.__all__
 __all__ += _search.__all__
+__all__ += ["set_seed"]

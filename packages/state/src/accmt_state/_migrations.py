@@ -3,8 +3,9 @@
 Version 1 is accmt 1.x's ``state.json``: the TrainingState fields written by ``json.dump``
 (bare ``Infinity`` included), with no ``schema_version`` key. Version 2 adds the fields exact
 mid-epoch resume needs and the ``schema_version`` key itself. Version 3 drops the fields that
-nothing read (``train_dataloader_idx``, ``samples_seen_in_epoch``, ``sampler_seed``) and adds
-``last_evaluation_step`` and ``skipped_steps``.
+nothing read (``samples_seen_in_epoch``, ``sampler_seed``, and ``train_dataloader_idx``, since
+accmt 2 then had one training loader) and adds ``last_evaluation_step`` and ``skipped_steps``.
+Version 4 brings back ``train_dataloader_idx``, the index of the curriculum stage.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from ._converter import describe
 from ._errors import StateError, StateMigrationError, StateTypeError, fields_error
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this accmt-state writes; files of older versions are migrated on load."""
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -133,11 +134,25 @@ def _best_valid_loss(data: dict[str, Any]) -> dict[str, float]:
 def _drop_unread_fields(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 2 to 3: the position in the epoch is ``batches_seen_in_epoch`` alone; the data
     order is Accelerate's seedable sampler's, a function of (seed, epoch), so neither the samples
-    count nor the sampler's seed was ever read, and accmt 2 has one training loader.
+    count nor the sampler's seed was ever read.
 
     - ``last_evaluation_step``: unknown for a run of schema 2; None (the next evaluation runs).
     - ``skipped_steps``: schema 2 never skipped a step; 0.
+    - ``train_dataloader_idx``: schema 3 dropped it, and schema 4 reads it again with the
+      meaning it had, so this step leaves it for the next one (see ``_stage_index``).
     """
-    for name in ("train_dataloader_idx", "samples_seen_in_epoch", "sampler_seed"):
+    for name in ("samples_seen_in_epoch", "sampler_seed"):
         data.pop(name, None)
     return {**data, "last_evaluation_step": None, "skipped_steps": 0}
+
+
+@register_migration(3)
+def _stage_index(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 3 to 4: ``train_dataloader_idx``, the index of the curriculum stage, is back.
+
+    A schema 3 file never had it: 0 (the first stage; a Trainer resuming such a run sets it
+    from the epoch before training). A file of schema 2 or of accmt 1.x keeps the value it had:
+    the field meant the same there (the index of the training loader in use), and is checked
+    as a count on load like every other.
+    """
+    return {**data, "train_dataloader_idx": data.get("train_dataloader_idx", 0)}

@@ -76,6 +76,8 @@ class TrainingState:
             first), so that the same weights are never evaluated twice.
         skipped_steps: Optimizer steps skipped because the loss or the gradients were not
             finite (``Trainer(on_nonfinite_loss="skip")``).
+        train_dataloader_idx: The index of the current curriculum stage (its training
+            loader); 0 without a curriculum. Kept across a resume.
         schema_version: The file schema this state is written in; always the current one.
     """
 
@@ -101,6 +103,7 @@ class TrainingState:
     batches_seen_in_epoch: int = _count()
     last_evaluation_step: int | None = field(default=None, validator=rule(optional(count)))
     skipped_steps: int = _count()
+    train_dataloader_idx: int = _count()
     schema_version: int = field(
         default=SCHEMA_VERSION, validator=rule(current_schema), on_setattr=setters.frozen
     )

@@ -93,6 +93,10 @@ class EpochPlan:
         stage, batches = self.layout.epoch(epoch)
         return self.loaders[stage], batches
 
+    def stage(self, epoch: int) -> int:
+        """The index of the stage ``epoch`` belongs to (0 for one dataset)."""
+        return 0 if self.layout is None else self.layout.epoch(epoch)[0]
+
     def facts(self) -> dict[str, Any]:
         """What a checkpoint must agree with, for the position within an epoch to hold."""
         stages = None if self.layout is None else self.layout.facts()

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import torch
 
 from accmt_callbacks import CallbackHandler
 
@@ -27,6 +26,7 @@ from ._progress_bar import ProgressBar
 from ._setup import Run
 from ._step_outputs import check_training_loss
 from ._trackers import LoggingOptions
+from ._usage import Usage
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
@@ -80,6 +80,7 @@ class TrainingLoop:
             run.accelerator.sync_gradients = True
         self._last_checkpoint: tuple[int, int, int] | None = None
         self._last_log = (time.perf_counter(), 0)  # when, and at which batch_iteration
+        self.usage = Usage(logging.monitor, device, main_process=run.accelerator.is_main_process)
         self._epoch_batches = len(run.train_loader)  # batches the current epoch reads
 
     # ----------------------------------------------------------------------------- run
@@ -96,6 +97,7 @@ class TrainingLoop:
         self._last_checkpoint = self._moment()
 
     def fit(self, resuming: Path | None) -> None:
+        self.usage.restart()
         self.callbacks.call("on_fit_start")
         rest = self._resume(resuming) if resuming is not None else None
         start = self.evaluation_options.eval_when_start and resuming is None
@@ -120,6 +122,7 @@ class TrainingLoop:
         """Restore model, optimizer, scheduler, scaler and RNGs, fire on_resume, and return the
         rest of the interrupted epoch's batches (None when it stopped between epochs)."""
         rest: Iterator[Any] | None = None
+        self._enter_stage()  # a checkpoint of schema 3 had no stage index
         if self.state.batches_seen_in_epoch:
             # Starting an epoch's iterator draws from the global RNG. The interrupted run drew
             # before its checkpoint, so this run draws first and restores the RNGs after.
@@ -138,6 +141,7 @@ class TrainingLoop:
         pass, or with stages, the part of a pass up to the end of its stage."""
         state = self.state
         loader, total = self.run.plan.epoch(state.epoch)
+        self._enter_stage()
         if rest is None:
             state.is_last_epoch = state.epoch == self.run.epochs - 1
             state.is_end_of_epoch = state.is_last_training_batch = False
@@ -163,6 +167,11 @@ class TrainingLoop:
                 # The epoch stays unfinished: a resume from this step's checkpoint ends it.
                 return
         self._end_epoch()
+
+    def _enter_stage(self) -> None:
+        """The state names the curriculum stage of its epoch; assigning it runs the field's
+        validators, like every assignment to the state."""
+        self.state.train_dataloader_idx = self.run.plan.stage(self.state.epoch)
 
     def _epoch_loader(self, loader: Any) -> Any:
         """This epoch's batches of ``loader``, past those a resumed run already consumed."""
@@ -306,8 +315,7 @@ class TrainingLoop:
             values["train/grad_norm"] = grad_norm
         if monitor.throughput:
             values["train/samples_per_second"] = self._throughput()
-        if monitor.memory:
-            values["train/memory_gib"] = _memory_gib(self.run.accelerator.device)
+        values.update(self.usage.read())
         if state.skipped_steps:
             values["train/skipped_steps"] = float(state.skipped_steps)
         self.owners.progress.show({k.removeprefix("train/"): v for k, v in values.items()})
@@ -320,11 +328,3 @@ class TrainingLoop:
         processes = self.run.accelerator.num_processes
         samples = (batch - then_batch) * self.run.train_batch_size * processes
         return float(samples) / max(now - then, 1e-9)
-
-
-def _memory_gib(device: torch.device) -> float:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**30
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20

@@ -132,17 +132,14 @@ class AcceleratorModule:
 
         ``type.from_pretrained(path, **kwargs)`` becomes ``self.model``; ``type`` is a
         transformers class or its name (``"AutoModelForSequenceClassification"``), by default
-        ``AutoModel``. Training and validation steps return ``self.model(**batch).loss``.
-        Needs transformers: ``pip install 'accmt[hf]'``.
+        ``AutoModel``. A name is looked up in transformers' own namespace only
+        (``transformers.<name>``), never imported from elsewhere. Training and validation steps
+        return ``self.model(**batch).loss``. Needs transformers: ``pip install 'accmt[hf]'``.
         """
         transformers = _transformers()
         model_class: Any = transformers.AutoModel if type is None else type
         if isinstance(type, str):
-            if not hasattr(transformers, type):
-                raise ValueError(
-                    f"AcceleratorModule.from_hf(type={type!r}): transformers has no such class"
-                )
-            model_class = getattr(transformers, type)
+            model_class = _model_class(transformers, type)
         return _PretrainedModule(model_class.from_pretrained(path, **kwargs))
 
 
@@ -188,6 +185,19 @@ def _transformers() -> Any:
             "AcceleratorModule.from_hf needs transformers, an optional extra: "
             "pip install 'accmt[hf]' (or 'accmt-trainer[hf]')"
         ) from error
+
+
+def _model_class(transformers: Any, name: str) -> Any:
+    """The class ``transformers.<name>``: a public name of transformers' namespace that has
+    ``from_pretrained`` (not a function, a module or a private name)."""
+    public = name.isidentifier() and not name.startswith("_")
+    found = getattr(transformers, name, None) if public else None
+    if not (isinstance(found, type) and hasattr(found, "from_pretrained")):
+        raise ValueError(
+            f"AcceleratorModule.from_hf(type={name!r}): transformers has no such class with "
+            "from_pretrained (expected a name such as 'AutoModelForCausalLM')"
+        )
+    return found
 
 
 class _PretrainedModule(AcceleratorModule):

@@ -29,3 +29,10 @@ class Monitor:
     """``train/samples_per_second``: samples of all processes per second since the last log."""
     memory: bool = False
     """``train/memory_gib``: peak accelerator memory of this process (CUDA), else RSS."""
+    cpu_utilization: bool = False
+    """``train/cpu_utilization``: this process's CPU use since the last log, in percent of one
+    core (from 0 to 100 times the cores it runs on)."""
+    gpu_utilization: bool = False
+    """``train/gpu_utilization/<i>``: how busy each GPU the main process sees was, in percent,
+    as NVML reports it (``pip install 'accmt-trainer[gpu]'``). Without a GPU or NVML, a
+    warning when the run starts, and nothing logged."""

@@ -30,7 +30,7 @@ from torch.utils.data import default_collate
 import accmt_trainer
 from accmt_trainer import TrainerConfigError
 
-from ._monitor import ONE_X_FLAGS, Monitor, one_x_flags
+from ._monitor import DROPPED_FLAGS, Monitor, one_x_flags
 
 # accmt 1.9.5.1's Trainer.__init__ after hps_config and model_path, in order: the positional
 # arguments a 1.x program may pass.
@@ -103,7 +103,9 @@ _MONITOR_FLAGS = (
     "validation_loss",
     "additional_metrics",
     "grad_norm",
-    *ONE_X_FLAGS,
+    "gpu_utilization",
+    "cpu_utilization",
+    *DROPPED_FLAGS,
 )
 
 

@@ -35,6 +35,7 @@ ONE_WORKER = ["tests/packaging/"]
 LONG_FIRST = [
     "tests/packaging/",
     "tests/distributed/test_resume.py",
+    "tests/distributed/test_elastic.py",
     "tests/distributed/test_one_x_programs.py",
     "tests/distributed/test_collators_resume.py",
     "tests/distributed/test_hook_order.py",

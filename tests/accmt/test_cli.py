@@ -206,3 +206,48 @@ def test_the_docs_show_the_command_line() -> None:
     for shown in ("accmt launch --cpu -N 2", "accmt strats", "--num-processes", "--gpus",
                   "--strat", "accmt launch --help", "accmt --help"):  # fmt: skip
         assert shown in guide, shown
+
+
+def test_restarts_meet_on_a_fresh_c10d_store() -> None:
+    launch = plan("--cpu", "-N", "2", "--max-restarts", "3", "train.py")
+    seen = accelerate_sees(launch)
+    assert (seen.max_restarts, seen.rdzv_backend, seen.num_machines) == (3, "c10d", 1)
+    assert launch.environment["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] == "1"
+    assert launch.rdzv_endpoint == f"127.0.0.1:{seen.main_process_port}"
+    # Without restarts: torch's static rendezvous, as before.
+    plain = plan("--cpu", "-N", "2", "train.py")
+    assert accelerate_sees(plain).rdzv_backend == "static"
+    assert "TORCH_DISABLE_SHARE_RDZV_TCP_STORE" not in plain.environment
+
+
+def test_several_machines_count_every_process_and_name_machine_0() -> None:
+    argv = ["--num-machines", "3", "--machine-rank", "2", "--main-address", "10.0.0.7"]
+    seen = accelerate_sees(plan("-N", "4", *argv, "--main-port", "29555", "t.py", gpus=8))
+    assert (seen.num_processes, seen.num_machines, seen.machine_rank) == (12, 3, 2)
+    assert (seen.main_process_ip, seen.main_process_port) == ("10.0.0.7", 29555)
+    assert seen.multi_gpu
+    # One process on each of two CPU machines is still a job of several processes.
+    cpus = ["--cpu", "--num-machines", "2", *argv[4:], "--main-port", "29555"]
+    one_each = accelerate_sees(plan(*cpus, "--machine-rank", "1", "t.py"))
+    assert (one_each.multi_gpu, one_each.num_processes) == (True, 2)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--num-machines", "2", "--machine-rank", "2"], "--machine-rank 2: with --num-machines 2"),
+        (["--num-machines", "2"], "give --main-address and --main-port"),
+    ],
+)
+def test_machine_options_that_cannot_meet_are_named(argv: list[str], message: str) -> None:
+    with pytest.raises(LaunchError, match=message):
+        plan("--cpu", *argv, "train.py")
+
+
+BAD_COUNTS = [["--max-restarts", "-1"], ["--num-machines", "0"], ["--main-port", "70000"]]
+
+
+@pytest.mark.parametrize("argv", BAD_COUNTS)
+def test_bad_counts_are_refused_by_the_parser(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["launch", *argv, "train.py"])

@@ -51,6 +51,22 @@ class LaunchPlan:
     environment: dict[str, str]
     num_processes: int
     on_cpu: bool
+    rdzv_endpoint: str | None = None
+    """Where torch's c10d rendezvous meets, on one machine (Accelerate passes one on several
+    machines only)."""
+
+
+@attrs.frozen
+class Rendezvous:
+    """Where and how the processes of every machine meet."""
+
+    backend: str
+    address: str
+    port: int
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.address}:{self.port}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -102,6 +118,53 @@ def _add_launch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         action="store_true",
         help="run on CPU processes (gloo) even where there are GPUs; without a CUDA GPU, "
         "every launch does",
+    )
+    machines = launch.add_argument_group(
+        "restarts and several machines",
+        "A process that dies ends the attempt; with --max-restarts the launcher starts every "
+        "process again and the Trainer resumes from the newest checkpoint. On several "
+        "machines, run the same command on each with its own --machine-rank.",
+    )
+    machines.add_argument(
+        "--max-restarts",
+        type=_count,
+        default=0,
+        metavar="R",
+        help="restart the whole job up to R times when a process fails (default: 0)",
+    )
+    machines.add_argument(
+        "--num-machines",
+        type=_positive,
+        default=1,
+        metavar="M",
+        help="number of machines; -N is then the processes of each (default: 1)",
+    )
+    machines.add_argument(
+        "--machine-rank",
+        type=_count,
+        default=0,
+        metavar="R",
+        help="this machine's rank, 0 to M-1; machine 0 hosts the rendezvous (default: 0)",
+    )
+    machines.add_argument(
+        "--main-address",
+        metavar="HOST",
+        help="machine 0's address, which every machine can reach (default: 127.0.0.1, for one "
+        "machine only)",
+    )
+    machines.add_argument(
+        "--main-port",
+        type=_port,
+        metavar="PORT",
+        help="the rendezvous port on machine 0 (default: a free port on one machine; needed "
+        "with several)",
+    )
+    machines.add_argument(
+        "--rdzv-backend",
+        choices=("static", "c10d"),
+        metavar="BACKEND",
+        help="torch's rendezvous: 'c10d' (the default with --max-restarts: restarted "
+        "processes meet again on a fresh store) or 'static' (the default without)",
     )
     launch.add_argument(
         "-O1",
@@ -198,21 +261,30 @@ def plan_launch(options: argparse.Namespace, *, cuda_devices: int) -> LaunchPlan
         # ACCELERATE_USE_CPU set, --multi_gpu runs on gloo). It needs two processes or more:
         # one process is a plain run.
         strategy_args = tuple(arg for arg in strategy_args if arg != "--multi_gpu")
-        if count > 1:
+        if count * options.num_machines > 1:
             strategy_args = ("--multi_gpu", *strategy_args)
         elif cpu:
             strategy_args = ("--cpu", *strategy_args)
     if "OMP_NUM_THREADS" not in os.environ:
         environment["OMP_NUM_THREADS"] = str(max((os.cpu_count() or 1) // count, 1))
+    rendezvous = _rendezvous(options)
+    if rendezvous.backend == "c10d":
+        # torch 2.13 would hand the restarted workers the first attempt's TCP store, where
+        # gloo can read a dead peer's address and wait for it (pytorch#135712, #167288).
+        environment["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
     accelerate_args = (
         *strategy_args,
-        *("--num_processes", str(count)),
-        *("--num_machines", "1"),
-        *("--main_process_port", str(_free_port())),
+        *("--num_processes", str(count * options.num_machines)),
+        *("--num_machines", str(options.num_machines)),
+        *("--machine_rank", str(options.machine_rank)),
+        *("--main_process_ip", rendezvous.address),
+        *("--main_process_port", str(rendezvous.port)),
+        *("--rdzv_backend", rendezvous.backend),
+        *("--max_restarts", str(options.max_restarts)),
         options.script,
         *options.script_args,
     )
-    return LaunchPlan(accelerate_args, environment, count, cpu)
+    return LaunchPlan(accelerate_args, environment, count, cpu, rendezvous.endpoint)
 
 
 def run(plan: LaunchPlan) -> int:
@@ -222,6 +294,9 @@ def run(plan: LaunchPlan) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     accelerate_options = launch_command_parser().parse_args(list(plan.accelerate_args))
+    if plan.rdzv_endpoint is not None and accelerate_options.num_machines == 1:
+        # Accelerate's parser has no --rdzv_endpoint; torchrun's does, and reads it from here.
+        accelerate_options.rdzv_endpoint = plan.rdzv_endpoint
     os.environ.update(plan.environment)
     try:
         launch_command(accelerate_options)
@@ -230,6 +305,41 @@ def run(plan: LaunchPlan) -> int:
     except ChildFailedError as error:
         return error.get_first_failure()[1].exitcode or 1
     return 0
+
+
+def _rendezvous(options: argparse.Namespace) -> Rendezvous:
+    machines, rank = options.num_machines, options.machine_rank
+    if rank >= machines:
+        raise LaunchError(
+            f"--machine-rank {rank}: with --num-machines {machines}, 0 to {machines - 1}"
+        )
+    several = machines > 1
+    if several and (options.main_address is None or options.main_port is None):
+        raise LaunchError(
+            f"--num-machines {machines}: give --main-address and --main-port, machine 0's "
+            "address and a port every machine can reach, the same on each machine"
+        )
+    backend = options.rdzv_backend or ("c10d" if options.max_restarts else "static")
+    address = options.main_address or "127.0.0.1"
+    return Rendezvous(backend, address, options.main_port or _free_port())
+
+
+def _count(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {value!r}")
+    return int(value)
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number (1 or more), got {value!r}")
+    return int(value)
+
+
+def _port(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port (1 to 65535), got {value!r}")
+    return int(value)
 
 
 def _strategy(value: str) -> tuple[tuple[str, ...], str]:

@@ -4,7 +4,6 @@ its owners and loop), from the Trainer's options to the run's end."""
 from __future__ import annotations
 
 import contextlib
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ from accmt_state import TrainingState
 
 from ._accelerator import make_accelerator
 from ._checkpoints import Checkpoints
+from ._console import console_lines, finished_line, logger, start_line
 from ._folder_lock import FolderLock
 from ._loop import TrainingLoop
 from ._manifest import run_facts
@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from ._trainer import Trainer
 
     Datasets = tuple[Dataset[Any] | Stages, dict[str, Dataset[Any]]]
-
-logger = logging.getLogger("accmt_trainer")
 
 
 class Fit:
@@ -54,10 +52,11 @@ class Fit:
             set_seed(seed)
         tracking = trainer.logging_options
         logs = [("logging_dir", tracking.logging_dir)] if tracking.log_with else []
-        check_writable([("model_path", trainer.model_path), *logs])
-        with FolderLock(trainer.model_path, self.accelerator):
-            check_datasets(*datasets)
-            return self._train(datasets)
+        with console_lines(self.accelerator.is_main_process):
+            check_writable([("model_path", trainer.model_path), *logs])
+            with FolderLock(trainer.model_path, self.accelerator):
+                check_datasets(*datasets)
+                return self._train(datasets)
 
     def _train(self, datasets: Datasets) -> TrainingState:
         trainer, accelerator = self.trainer, self.accelerator
@@ -90,8 +89,8 @@ class Fit:
             if loop.reached_end():
                 # Nothing to train; the model is left as the run finished it.
                 checkpoints.load_accelerate(resuming)
-                done = (trainer.model_path, state.epoch, state.global_step)
-                logger.warning("%s already finished (epoch %d, step %d): nothing to do", *done)
+                if accelerator.is_main_process:
+                    logger.warning("%s", finished_line(trainer.model_path, state))
                 return state
         if trainer.sanity_check:
             reported = loop.owners.evaluation.sanity_check()
@@ -102,6 +101,10 @@ class Fit:
             config = {**trainer.hps.to_dict(), **logging_options.additional_tracker_config}
             init_kwargs = logging_options.tracker_init_kwargs
             start_trackers(accelerator, logging_options.track_name, config, init_kwargs)
+        if accelerator.is_main_process:
+            batches = run.plan.epoch(min(state.epoch, run.epochs - 1))[1]
+            line = start_line(trainer.model_path, resuming, state, run, batches)
+            logger.info("%s", line)
         return self._drive(loop, resuming)
 
     def _drive(self, loop: TrainingLoop, resuming: Path | None) -> TrainingState:

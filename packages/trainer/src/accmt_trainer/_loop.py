@@ -17,6 +17,7 @@ from accmt_callbacks import CallbackHandler
 from ._best_models import BestModels
 from ._checkpoint_schedule import CheckpointSchedule, Unit
 from ._checkpoints import Checkpoints
+from ._console import evaluation_postfix, logger, metrics_line
 from ._evaluation import Evaluation, EvaluationOptions
 from ._loss_window import LossWindow
 from ._module import ExtendedAcceleratorModule
@@ -264,7 +265,10 @@ class TrainingLoop:
     def _evaluate(self) -> None:
         self.owners.guard.check()
         self.callbacks.call("on_evaluation_start")
-        self.owners.evaluation.run()
+        results = self.owners.evaluation.run()
+        self.owners.progress.show_evaluation(evaluation_postfix(results))
+        if self.run.accelerator.is_main_process:
+            logger.info("%s", metrics_line(self.state, self.run.epochs, results))
         self.owners.best_models.after_evaluation()
         self.callbacks.call("on_evaluation_end")
 

@@ -313,7 +313,7 @@ class TrainingLoop:
             total = max(self._epoch_batches, 1)
             values["train/epoch"] = state.epoch + state.batches_seen_in_epoch / total
         if monitor.learning_rate:
-            values["train/lr"] = float(self.run.optimizer.param_groups[0]["lr"])
+            values.update(learning_rates(self.run.optimizer))
         grad_norm = self.owners.optimizer_step.grad_norm if monitor.grad_norm else None
         if grad_norm is not None:
             values["train/grad_norm"] = grad_norm
@@ -332,3 +332,11 @@ class TrainingLoop:
         processes = self.run.accelerator.num_processes
         samples = (batch - then_batch) * self.run.train_batch_size * processes
         return float(samples) / max(now - then, 1e-9)
+
+
+def learning_rates(optimizer: Any) -> dict[str, float]:
+    """``train/lr``, or with several parameter groups ``train/lr/<i>`` for each."""
+    groups = optimizer.param_groups
+    if len(groups) == 1:
+        return {"train/lr": float(groups[0]["lr"])}
+    return {f"train/lr/{index}": float(group["lr"]) for index, group in enumerate(groups)}

@@ -96,16 +96,22 @@ class Fit:
             reported = loop.owners.evaluation.sanity_check()
             rules = loop.owners.best_models.rules
             check_names(reported, rules, list(trainer.callbacks.callbacks))
-        logging_options = trainer.logging_options
-        if logging_options.log_with:
-            config = {**trainer.hps.to_dict(), **logging_options.additional_tracker_config}
-            init_kwargs = logging_options.tracker_init_kwargs
-            start_trackers(accelerator, logging_options.track_name, config, init_kwargs)
+        self._start_trackers(state.global_step + 1 if resuming else 0)
         if accelerator.is_main_process:
             batches = run.plan.epoch(min(state.epoch, run.epochs - 1))[1]
             line = start_line(trainer.model_path, resuming, state, run, batches)
             logger.info("%s", line)
         return self._drive(loop, resuming)
+
+    def _start_trackers(self, first_step: int) -> None:
+        """The trackers, logging from ``first_step`` on (see :func:`start_trackers`)."""
+        trainer, options = self.trainer, self.trainer.logging_options
+        if options.log_with:
+            config = {**trainer.hps.to_dict(), **options.additional_tracker_config}
+            init_kwargs = options.tracker_init_kwargs
+            start_trackers(
+                self.accelerator, options.track_name, config, init_kwargs, first_step=first_step
+            )
 
     def _drive(self, loop: TrainingLoop, resuming: Path | None) -> TrainingState:
         checkpoints, callbacks = loop.owners.checkpoints, self.trainer.callbacks

@@ -22,6 +22,7 @@ from ._sanity_check import check_datasets, check_names, check_writable
 from ._setup import Run, prepare_run
 from ._signals import stop_on_signals
 from ._trackers import start_trackers
+from ._untouched import untouched_unless
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
@@ -43,18 +44,25 @@ class Fit:
         self.state = TrainingState()
         self.run: Run | None = None
         self.loop: TrainingLoop | None = None
+        self.started = False
+        """Whether the run got past its checks and writes into its folders."""
 
     def train(self, datasets: Datasets) -> TrainingState:
-        """Prepare the run, resume it if a checkpoint says so, and train it to its end."""
+        """Prepare the run, resume it if a checkpoint says so, and train it to its end. A run
+        that fails before its first step leaves its folders as it found them."""
         trainer = self.trainer
         seed = trainer.accelerator_options.seed
         if seed is not None:
             set_seed(seed)
         tracking = trainer.logging_options
         logs = [("logging_dir", tracking.logging_dir)] if tracking.log_with else []
-        with console_lines(self.accelerator.is_main_process):
-            check_writable([("model_path", trainer.model_path), *logs])
-            with FolderLock(trainer.model_path, self.accelerator):
+        folders = [("model_path", trainer.model_path), *logs]
+        with (
+            console_lines(self.accelerator.is_main_process),
+            untouched_unless(lambda: self.started, [folder for _, folder in folders]),
+        ):
+            check_writable(folders)
+            with FolderLock(trainer.model_path, self.accelerator, lambda: self.started):
                 check_datasets(*datasets)
                 return self._train(datasets)
 
@@ -88,6 +96,7 @@ class Fit:
             loop.restore(process_state)
             if loop.reached_end():
                 # Nothing to train; the model is left as the run finished it.
+                checkpoints.clear_way(options.resume, resuming)
                 checkpoints.load_accelerate(resuming)
                 if accelerator.is_main_process:
                     logger.warning("%s", finished_line(trainer.model_path, state))
@@ -96,6 +105,8 @@ class Fit:
             reported = loop.owners.evaluation.sanity_check()
             rules = loop.owners.best_models.rules
             check_names(reported, rules, list(trainer.callbacks.callbacks))
+        self.started = True  # from here on the run writes into its folders
+        checkpoints.clear_way(options.resume, resuming)
         self._start_trackers(state.global_step + 1 if resuming else 0)
         if accelerator.is_main_process:
             batches = run.plan.epoch(min(state.epoch, run.epochs - 1))[1]

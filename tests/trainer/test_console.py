@@ -112,6 +112,11 @@ def test_a_finished_run_given_more_epochs_says_it_goes_on(
     assert evaluation.group(1, 2, 3) == ("3", "3", "12")
 
 
+def test_one_epoch_is_said_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = console_of(make(tmp_path, epochs=1), capsys)
+    assert lines[0] == f"starting afresh in {tmp_path}: 1 epoch, 4 optimizer steps"
+
+
 def test_a_program_that_configured_logging_gets_the_lines_through_its_handlers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:

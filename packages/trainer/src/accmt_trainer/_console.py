@@ -72,7 +72,7 @@ def start_line(
     (and the batch within it, mid-epoch) and the optimizer step."""
     epochs, steps = run.epochs, run.total_steps
     if checkpoint is None:
-        return f"starting afresh in {folder}: {epochs} epochs, {steps} optimizer steps"
+        return f"starting afresh in {folder}: {_count(epochs, 'epoch')}, {steps} optimizer steps"
     seen = state.batches_seen_in_epoch
     where = (
         f"epoch {state.epoch + 1}/{epochs} at batch {seen}/{epoch_batches}"
@@ -81,8 +81,12 @@ def start_line(
     )
     line = f"resuming {folder} from {checkpoint.name}: {where}, step {state.global_step}/{steps}"
     if state.finished:
-        line += f" (that run had finished; it goes on to {epochs} epochs)"
+        line += f" (that run had finished; it goes on to {_count(epochs, 'epoch')})"
     return line
+
+
+def _count(count: int, thing: str) -> str:
+    return f"{count} {thing}" if count == 1 else f"{count} {thing}s"
 
 
 def finished_line(folder: Path, state: TrainingState) -> str:

@@ -2,18 +2,24 @@
 its best model on a held-out test split, and write its predictions.
 
     python examples/train_digits.py                       # one process (CPU or GPU)
-    accelerate launch --multi_gpu --num_processes 2 examples/train_digits.py --output runs/d2
-    torchrun --nproc_per_node 2 examples/train_digits.py --output runs/d2     # the same
+    python examples/train_digits.py --epochs 40           # again: resumes, on to 40 epochs
+    python examples/train_digits.py --fresh               # starts over in runs/digits
+    accelerate launch --multi_gpu --num_processes 2 examples/train_digits.py --output runs/digits-2
+    torchrun --nproc_per_node 2 examples/train_digits.py --output runs/digits-2   # the same
 
 The data ships inside scikit-learn (1,797 8x8 images), so nothing is downloaded. The run
 logs to TensorBoard when it is installed, checkpoints every epoch, keeps the best models by
 validation accuracy and by validation loss, and resumes by itself if it is interrupted and
-started again. Then the best model by validation accuracy is evaluated on the test split, which
+started again (or run with more ``--epochs``); ``--fresh`` starts over in the same folder, its
+checkpoints moved aside to ``checkpoints.old-<n>`` (nothing is deleted). The Trainer says on
+stderr whether the run starts afresh or resumes, and the validation loss and accuracy after
+every epoch. Then the best model by validation accuracy is evaluated on the test split, which
 training never saw, and its predictions (logits and labels, in the test split's order) are
 written to ``<output>/predictions`` (read them back with ``accmt.load_predictions``). A run's
 checkpoints belong to its number of processes, so a run on two processes gets its own
-``--output``. (On a machine without GPUs, ``accelerate launch --cpu``
-starts one process whatever ``--num_processes`` says; ``--multi_gpu`` starts them on gloo.)
+``--output`` (or ``--fresh`` to start over in this one). (On a machine without GPUs,
+``accelerate launch --cpu`` starts one process whatever ``--num_processes`` says;
+``--multi_gpu`` starts them on gloo.)
 """
 
 from __future__ import annotations
@@ -89,6 +95,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=Path("runs/digits"))
     parser.add_argument("--epochs", type=int, default=25)
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start over in --output (its checkpoints are moved aside, not deleted)",
+    )
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -108,6 +119,7 @@ def main() -> None:
         max_checkpoints=2,
         log_every=10,
         seed=0,
+        resume=False if args.fresh else None,  # None: resume when there is a checkpoint
     )
     trainer.register_model_saving("accuracy")
     trainer.register_model_saving("best_valid_loss")

@@ -2,13 +2,16 @@
 
     python examples/train_lm.py                       # a minute or two on a CPU
     OMP_NUM_THREADS=1 python examples/train_lm.py     # on cores shared with other work
+    python examples/train_lm.py --fresh               # start over in runs/lm
 
 The text ships with every CPython (``pydoc_data.topics``: the help pages of the language
 reference), so nothing is downloaded. A byte-pair tokenizer is trained on it in seconds by the
 ``tokenizers`` library; ``DataCollatorForLanguageModeling(mlm=False)`` from accmt-collators
 pads the chunks and makes their labels (it needs from the tokenizer only ``pad_token_id`` and
-``padding_side``); the ``Perplexity`` metric scores each evaluation. Validation perplexity is
-printed after every epoch, and falls.
+``padding_side``); the ``Perplexity`` metric scores each evaluation. After every epoch the
+Trainer says the validation loss and perplexity, which falls. Run again, it resumes from its
+checkpoint (with more ``--epochs``, it trains on); ``--fresh`` starts over, moving the
+checkpoints aside (nothing is deleted).
 """
 
 from __future__ import annotations
@@ -24,12 +27,10 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from accmt import (
     AcceleratorModule,
-    Callback,
     DataCollatorForLanguageModeling,
     HyperParameters,
     Perplexity,
     Trainer,
-    on_main_process,
 )
 
 PAD = "[PAD]"
@@ -115,18 +116,16 @@ class LanguageModel(AcceleratorModule):
         return {"loss": loss, "perplexity": (logits, labels)}
 
 
-class PrintPerplexity(Callback):
-    @on_main_process
-    def on_evaluation_end(self) -> None:
-        perplexity = self.state.additional_metrics["validation"]["perplexity"]
-        print(f"epoch {self.state.epoch + 1}: validation perplexity {perplexity:.1f}", flush=True)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=Path("runs/lm"))
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--length", type=int, default=64)
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start over in --output (its checkpoints are moved aside, not deleted)",
+    )
     args = parser.parse_args()
 
     texts = sorted(pydoc_data.topics.topics.values())
@@ -152,12 +151,12 @@ def main() -> None:
         args.output,
         collate_fn=DataCollatorForLanguageModeling(CollatorTokenizer(tokenizer), mlm=False),
         metrics=[Perplexity()],
-        callbacks=[PrintPerplexity()],
         checkpoint_every="epoch",
         max_checkpoints=1,
         log_with=None,
         progress_bar=False,
         seed=0,
+        resume=False if args.fresh else None,  # None: resume when there is a checkpoint
     )
     trainer.fit(LanguageModel(tokenizer.get_vocab_size(), args.length), train, valid)
     final = trainer.state.additional_metrics["validation"]["perplexity"]

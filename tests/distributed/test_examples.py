@@ -31,6 +31,10 @@ def test_digits_example_under_accelerate_launch(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
     # Reported once, by the main process, for a run over both processes' shares.
     assert done.stdout.count("validation accuracy:") == 1, done.stdout
+    # The Trainer's own lines, on stderr, from the main process alone: how the run starts, and
+    # one line per evaluation.
+    assert done.stderr.count(f"starting afresh in {tmp_path}: 3 epochs") == 1, done.stderr
+    assert done.stderr.count(": validation loss=") == 3, done.stderr
     # 1257 training samples dealt in batches of 32 to 2 processes: ceil(1257 / 64) = 20 steps
     # per epoch on each, the same steps on both.
     assert "optimizer steps: 60" in done.stdout

@@ -35,6 +35,8 @@ def test_a_two_process_checkpoint_is_refused_on_one_process(tmp_path: Path) -> N
     refused = run([sys.executable, WORKER, str(tmp_path)])
     assert refused.returncode != 0
     assert "CheckpointError" in refused.stderr
-    assert "world_size=2, but this run has world_size=1" in refused.stderr
+    assert "was made on 2 processes, and this run has 1; " in refused.stderr
+    assert "position within the epoch" in refused.stderr  # killed after step 4, mid-epoch
+    assert "pass resume=False to start afresh in this one" in refused.stderr
     assert not list(tmp_path.glob("final_rank*.pt"))
     assert sorted((tmp_path / "run" / "checkpoints").glob("checkpoint_*")) == checkpoints

@@ -8,6 +8,7 @@ import copy
 import importlib.metadata
 import json
 import logging
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -379,6 +380,45 @@ def test_resume_with_other_settings_is_refused(
     with pytest.raises(CheckpointError, match=message):
         fit(make(tmp_path, **changes), train=train)
     assert [saved(folder) for folder in folders(tmp_path)] == before
+
+
+def made_on_two_processes(path: Path) -> None:
+    """Every checkpoint under ``path`` says it was made by 2 processes: its manifest says so,
+    which is not among the files its digests cover."""
+    for folder in folders(path):
+        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest["world_size"] = 2
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(
+    ("made", "where"),
+    [
+        ("finished", r"its run had finished \(epoch 3, step 12\)"),
+        ("epoch end", r"it was made at the end of epoch 1 \(step 4\)"),
+        ("mid-epoch", r"it was made at batch 2 of epoch 2 \(step 6\), a position within the epoch"),
+    ],
+)
+def test_a_checkpoint_of_another_number_of_processes_says_what_differs_and_what_to_do(
+    tmp_path: Path, made: str, where: str
+) -> None:
+    if made == "finished":
+        fit(make(tmp_path))
+    else:  # crashed at step 7, after a checkpoint at the end of epoch 1, or one at step 6
+        crash(tmp_path, 7, checkpoint_every="epoch" if made == "epoch end" else "3 steps")
+    made_on_two_processes(tmp_path)
+    with pytest.raises(CheckpointError) as refused:
+        fit(make(tmp_path))
+    message = str(refused.value)
+    assert "was made on 2 processes, and this run has 1; " in message
+    assert re.search(where, message)
+    assert ("position within the epoch" in message) == (made == "mid-epoch")
+    assert "an output folder of its own" in message
+    assert "pass resume=False to start afresh in this one" in message
+    # As it says: resume=False starts afresh there, the checkpoints moved aside.
+    with pytest.warns(UserWarning, match="resume=False: earlier checkpoints moved to"):
+        assert fit(make(tmp_path, resume=False)).global_step == 12
+    assert (tmp_path / "checkpoints.old-1").is_dir()
 
 
 def test_a_finished_run_says_so_and_does_nothing(

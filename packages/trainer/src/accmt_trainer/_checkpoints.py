@@ -217,22 +217,26 @@ class Checkpoints:
         """The checkpoint this fit resumes from, per ``resume``; None to start afresh.
 
         None resumes the newest intact checkpoint when there is one, True requires one, False
-        moves earlier ones aside, an int picks one by index (-1: the newest).
+        starts afresh, an int picks one by index (-1: the newest). Nothing is moved here: see
+        :meth:`clear_way`.
         """
         if resume is False:
-            self.set_aside()
             return None
-        # Not `in (None, True)`: resume=1 (== True) names checkpoint 1.
-        which = -1 if resume is None or resume is True else int(resume)
-        found = self.choose(which)
+        found = self.choose(_which(resume))
         if found is None and resume is not None:
             raise CheckpointError(f"resume={resume!r}, but {self.root} holds no checkpoint")
         if found is None:
             return None
         check_compatible(found[1], facts, found[0])
-        if which != -1:
-            self.set_aside_newer(found[0])
         return found[0]
+
+    def clear_way(self, resume: bool | int | None, chosen: Path | None) -> None:
+        """Once the run's checks passed: ``resume=False`` moves the earlier checkpoints aside,
+        ``resume=<index>`` those newer than ``chosen``; a failed start leaves them in place."""
+        if resume is False:
+            self.set_aside()
+        elif chosen is not None and _which(resume) != -1:
+            self.set_aside_newer(chosen)
 
     def load(self, folder: Path, facts: Mapping[str, Any]) -> tuple[TrainingState, Any]:
         """The state, checked against the run's facts, and this process's own part of ``folder``."""
@@ -384,6 +388,11 @@ def check_position(state: TrainingState, facts: Mapping[str, Any], path: Path) -
                 f"{accumulation} it must be {value}; the state does not describe a moment of "
                 "this run"
             )
+
+
+def _which(resume: bool | int | None) -> int:
+    """The checkpoint ``resume`` names, -1 the newest (resume=1, == True, names checkpoint 1)."""
+    return -1 if resume is None or resume is True else int(resume)
 
 
 def _index(folder: Path) -> int:

@@ -4,7 +4,6 @@ its owners and loop), from the Trainer's options to the run's end."""
 from __future__ import annotations
 
 import contextlib
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ from accmt_state import TrainingState
 
 from ._accelerator import make_accelerator
 from ._checkpoints import Checkpoints
+from ._console import console_lines, finished_line, logger, start_line
 from ._folder_lock import FolderLock
 from ._loop import TrainingLoop
 from ._manifest import run_facts
@@ -22,6 +22,7 @@ from ._sanity_check import check_datasets, check_names, check_writable
 from ._setup import Run, prepare_run
 from ._signals import stop_on_signals
 from ._trackers import start_trackers
+from ._untouched import untouched_unless
 
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     from ._trainer import Trainer
 
     Datasets = tuple[Dataset[Any] | Stages, dict[str, Dataset[Any]]]
-
-logger = logging.getLogger("accmt_trainer")
 
 
 class Fit:
@@ -45,19 +44,27 @@ class Fit:
         self.state = TrainingState()
         self.run: Run | None = None
         self.loop: TrainingLoop | None = None
+        self.started = False
+        """Whether the run got past its checks and writes into its folders."""
 
     def train(self, datasets: Datasets) -> TrainingState:
-        """Prepare the run, resume it if a checkpoint says so, and train it to its end."""
+        """Prepare the run, resume it if a checkpoint says so, and train it to its end. A run
+        that fails before its first step leaves its folders as it found them."""
         trainer = self.trainer
         seed = trainer.accelerator_options.seed
         if seed is not None:
             set_seed(seed)
         tracking = trainer.logging_options
         logs = [("logging_dir", tracking.logging_dir)] if tracking.log_with else []
-        check_writable([("model_path", trainer.model_path), *logs])
-        with FolderLock(trainer.model_path, self.accelerator):
-            check_datasets(*datasets)
-            return self._train(datasets)
+        folders = [("model_path", trainer.model_path), *logs]
+        with (
+            console_lines(self.accelerator.is_main_process),
+            untouched_unless(lambda: self.started, [folder for _, folder in folders]),
+        ):
+            check_writable(folders)
+            with FolderLock(trainer.model_path, self.accelerator, lambda: self.started):
+                check_datasets(*datasets)
+                return self._train(datasets)
 
     def _train(self, datasets: Datasets) -> TrainingState:
         trainer, accelerator = self.trainer, self.accelerator
@@ -89,20 +96,33 @@ class Fit:
             loop.restore(process_state)
             if loop.reached_end():
                 # Nothing to train; the model is left as the run finished it.
+                checkpoints.clear_way(options.resume, resuming)
                 checkpoints.load_accelerate(resuming)
-                done = (trainer.model_path, state.epoch, state.global_step)
-                logger.warning("%s already finished (epoch %d, step %d): nothing to do", *done)
+                if accelerator.is_main_process:
+                    logger.warning("%s", finished_line(trainer.model_path, state))
                 return state
         if trainer.sanity_check:
             reported = loop.owners.evaluation.sanity_check()
             rules = loop.owners.best_models.rules
             check_names(reported, rules, list(trainer.callbacks.callbacks))
-        logging_options = trainer.logging_options
-        if logging_options.log_with:
-            config = {**trainer.hps.to_dict(), **logging_options.additional_tracker_config}
-            init_kwargs = logging_options.tracker_init_kwargs
-            start_trackers(accelerator, logging_options.track_name, config, init_kwargs)
+        self.started = True  # from here on the run writes into its folders
+        checkpoints.clear_way(options.resume, resuming)
+        self._start_trackers(state.global_step + 1 if resuming else 0)
+        if accelerator.is_main_process:
+            batches = run.plan.epoch(min(state.epoch, run.epochs - 1))[1]
+            line = start_line(trainer.model_path, resuming, state, run, batches)
+            logger.info("%s", line)
         return self._drive(loop, resuming)
+
+    def _start_trackers(self, first_step: int) -> None:
+        """The trackers, logging from ``first_step`` on (see :func:`start_trackers`)."""
+        trainer, options = self.trainer, self.trainer.logging_options
+        if options.log_with:
+            config = {**trainer.hps.to_dict(), **options.additional_tracker_config}
+            init_kwargs = options.tracker_init_kwargs
+            start_trackers(
+                self.accelerator, options.track_name, config, init_kwargs, first_step=first_step
+            )
 
     def _drive(self, loop: TrainingLoop, resuming: Path | None) -> TrainingState:
         checkpoints, callbacks = loop.owners.checkpoints, self.trainer.callbacks

@@ -3,15 +3,18 @@
 The lock is ``filelock``'s, an OS lock on ``<folder>/.accmt.lock`` that dies with its process,
 so a run killed by SIGKILL never blocks the next. The holder's host and PID are written beside
 it, for the error that a second run gets. On several processes the main process takes the
-lock and tells the others whether it got it.
+lock and tells the others whether it got it. A fit that never started training leaves the
+lock's files as they were (``keep_files``): removed if it made them, the holder's put back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -30,10 +33,22 @@ class FolderInUseError(TrainerConfigError):
 
 
 class FolderLock:
-    def __init__(self, folder: Path, accelerator: Accelerator) -> None:
+    """``keep_files()`` is asked when the lock is released: False puts the lock's files back as
+    they were before (a run that trained nothing), while still holding it. Without it the
+    files are kept."""
+
+    def __init__(
+        self,
+        folder: Path,
+        accelerator: Accelerator,
+        keep_files: Callable[[], bool] | None = None,
+    ) -> None:
         self.folder = folder
         self.accelerator = accelerator
+        self.keep_files = keep_files
         self._lock = FileLock(folder / LOCK, timeout=0)
+        self._made_lock_file = False
+        self._holder_before: bytes | None = None
 
     def __enter__(self) -> FolderLock:
         refusal = self._acquire() if self.accelerator.is_main_process else ""
@@ -51,11 +66,24 @@ class FolderLock:
         traceback: TracebackType | None,
     ) -> None:
         if self._lock.is_locked:
+            if self.keep_files is not None and not self.keep_files():
+                self._undo()
             self._lock.release()
+
+    def _undo(self) -> None:
+        """The lock's files as they were before it was taken (while it is still held)."""
+        holder = self.folder / HOLDER
+        if self._holder_before is None:
+            holder.unlink(missing_ok=True)
+        else:
+            holder.write_bytes(self._holder_before)
+        if self._made_lock_file:
+            (self.folder / LOCK).unlink(missing_ok=True)
 
     def _acquire(self) -> str:
         """ "" once the lock is held, else why not."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        made_lock_file = not (self.folder / LOCK).exists()
         try:
             self._lock.acquire()
         except Timeout:
@@ -69,6 +97,9 @@ class FolderLock:
             "pid": os.getpid(),
             "since": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         }
+        self._made_lock_file = made_lock_file
+        with contextlib.suppress(OSError):
+            self._holder_before = (self.folder / HOLDER).read_bytes()
         (self.folder / HOLDER).write_text(json.dumps(holder), encoding="utf-8")
         return ""
 

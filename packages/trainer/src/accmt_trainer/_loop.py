@@ -17,6 +17,7 @@ from accmt_callbacks import CallbackHandler
 from ._best_models import BestModels
 from ._checkpoint_schedule import CheckpointSchedule, Unit
 from ._checkpoints import Checkpoints
+from ._console import evaluation_postfix, logger, metrics_line
 from ._evaluation import Evaluation, EvaluationOptions
 from ._loss_window import LossWindow
 from ._module import ExtendedAcceleratorModule
@@ -264,7 +265,10 @@ class TrainingLoop:
     def _evaluate(self) -> None:
         self.owners.guard.check()
         self.callbacks.call("on_evaluation_start")
-        self.owners.evaluation.run()
+        results = self.owners.evaluation.run()
+        self.owners.progress.show_evaluation(evaluation_postfix(results))
+        if self.run.accelerator.is_main_process:
+            logger.info("%s", metrics_line(self.state, self.run.epochs, results))
         self.owners.best_models.after_evaluation()
         self.callbacks.call("on_evaluation_end")
 
@@ -309,7 +313,7 @@ class TrainingLoop:
             total = max(self._epoch_batches, 1)
             values["train/epoch"] = state.epoch + state.batches_seen_in_epoch / total
         if monitor.learning_rate:
-            values["train/lr"] = float(self.run.optimizer.param_groups[0]["lr"])
+            values.update(learning_rates(self.run.optimizer))
         grad_norm = self.owners.optimizer_step.grad_norm if monitor.grad_norm else None
         if grad_norm is not None:
             values["train/grad_norm"] = grad_norm
@@ -328,3 +332,11 @@ class TrainingLoop:
         processes = self.run.accelerator.num_processes
         samples = (batch - then_batch) * self.run.train_batch_size * processes
         return float(samples) / max(now - then, 1e-9)
+
+
+def learning_rates(optimizer: Any) -> dict[str, float]:
+    """``train/lr``, or with several parameter groups ``train/lr/<i>`` for each."""
+    groups = optimizer.param_groups
+    if len(groups) == 1:
+        return {"train/lr": float(groups[0]["lr"])}
+    return {f"train/lr/{index}": float(group["lr"]) for index, group in enumerate(groups)}

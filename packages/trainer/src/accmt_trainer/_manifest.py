@@ -23,7 +23,7 @@ import xxhash
 from accelerate.utils import load
 from safetensors import safe_open
 
-from accmt_state import StateError, read_json
+from accmt_state import StateError, TrainingState, read_json
 
 from ._errors import CheckpointError
 
@@ -133,23 +133,60 @@ def _loaded_versions() -> tuple[tuple[str, str], ...]:
     return tuple(versions)
 
 
+_SETTINGS = (
+    "world_size",
+    "train_batch_size",
+    "grad_accumulation_steps",
+    "batches_per_epoch",
+    "stages",
+)
+_ELSEWHERE = (
+    "give this run an output folder of its own (the Trainer's model_path; --output in the "
+    "examples), or pass resume=False to start afresh in this one (its checkpoints are then "
+    "moved aside to checkpoints.old-<n>, not deleted)"
+)
+
+
 def check_compatible(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
-    """Refuse a checkpoint whose data position cannot be mapped onto this run exactly."""
-    keys = (
-        "world_size",
-        "train_batch_size",
-        "grad_accumulation_steps",
-        "batches_per_epoch",
-        "stages",
-    )
-    for key in keys:
-        if manifest.get(key) != facts.get(key):
+    """Refuse a checkpoint made with settings that fix the position in the data other than
+    this run's: the error says what differs, where the checkpoint stopped, and what to do."""
+    for key in _SETTINGS:
+        made, now = manifest.get(key), facts.get(key)
+        if made == now:
+            continue
+        if key == "world_size":
             raise CheckpointError(
-                f"checkpoint {path} was made with {key}={manifest.get(key)!r}, but this run has "
-                f"{key}={facts.get(key)!r}; the position within the epoch cannot be mapped "
-                "exactly. "
-                "Resume with the same settings, or pass resume=False to start afresh."
+                f"checkpoint {path} was made on {_processes(made)}, and this run has {now}; "
+                f"{_stopped(path)}. A checkpoint resumes only on the number of processes that "
+                f"made it: {_ELSEWHERE}."
             )
+        raise CheckpointError(
+            f"checkpoint {path} was made with {key}={made!r}, but this run has {key}={now!r}; "
+            f"{_stopped(path)}. A checkpoint resumes only with the settings that made it "
+            "(processes, training batch size, grad_accumulation_steps, batches per epoch, "
+            f"stages): resume with the same settings, or {_ELSEWHERE}."
+        )
+
+
+def _processes(count: Any) -> str:
+    return "1 process" if count == 1 else f"{count} processes"
+
+
+def _stopped(path: Path) -> str:
+    """Where the checkpoint's run stood: finished, at an epoch's end, or within an epoch."""
+    try:
+        state = TrainingState.load(path / "state.json")
+    except StateError:
+        return "its state cannot be read"
+    at = f"step {state.global_step}"
+    if state.finished:
+        return f"its run had finished (epoch {state.epoch}, {at})"
+    if not state.batches_seen_in_epoch:
+        return f"it was made at the end of epoch {state.epoch} ({at})"
+    return (
+        f"it was made at batch {state.batches_seen_in_epoch} of epoch {state.epoch + 1} ({at}), "
+        "a position within the epoch that this run cannot map exactly"
+    )
 
 
 def run_facts(run: Run) -> dict[str, Any]:

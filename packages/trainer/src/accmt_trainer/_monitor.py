@@ -21,8 +21,9 @@ class Monitor:
     """``<set>/<metric>``: each metric of each validation set."""
     epoch: bool = True
     """``train/epoch``: the epoch, as a fraction (1.5 is half-way through the second)."""
-    learning_rate: bool = False
-    """``train/lr``: the learning rate of the optimizer's first parameter group."""
+    learning_rate: bool = True
+    """``train/lr``: the optimizer's learning rate; with several parameter groups,
+    ``train/lr/<i>`` for each. ``Monitor(learning_rate=False)`` turns it off."""
     grad_norm: bool = False
     """``train/grad_norm``: the gradient norm before clipping, on the logged optimizer step."""
     throughput: bool = False

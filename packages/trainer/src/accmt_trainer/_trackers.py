@@ -116,11 +116,48 @@ def check_tracker_kwargs(init_kwargs: Any, log_with: list[str] | None) -> dict[s
 
 
 def start_trackers(
-    accelerator: Accelerator, name: str, config: Mapping[str, Any], init_kwargs: Mapping[str, Any]
+    accelerator: Accelerator,
+    name: str,
+    config: Mapping[str, Any],
+    init_kwargs: Mapping[str, Any],
+    *,
+    first_step: int | None = None,
 ) -> None:
     """Start the run's trackers with the run's configuration; ``init_kwargs`` maps a tracker's
-    name to its own arguments (``{"mlflow": {"run_name": ...}}``)."""
-    accelerator.init_trackers(name, config=flatten(config), init_kwargs=dict(init_kwargs))
+    name to its own arguments (``{"mlflow": {"run_name": ...}}``).
+
+    TensorBoard keeps one run across a fit's starts, in ``logging_dir/<name>``: each start adds
+    an events file there, and the hyperparameters go into that run's own events, not into a
+    sub-run per start as Accelerate's would: as HParams' session start (TensorBoard's HParams
+    tab shows the first start's) and, from a fit, as the text ``hparams`` at ``first_step``
+    (each start's). ``first_step``, the first step a fit logs, hides what an earlier start
+    logged from there on (a run killed after its last checkpoint logged steps that its resume
+    logs again)."""
+    arguments = {tracker: dict(values) for tracker, values in init_kwargs.items()}
+    if first_step is not None:
+        arguments["tensorboard"] = {"purge_step": first_step, **arguments.get("tensorboard", {})}
+    accelerator.init_trackers(name, config=None, init_kwargs=arguments)
+    flat = flatten(config)
+    for tracker in accelerator.trackers:
+        if tracker.name == "tensorboard":
+            _tensorboard_hparams(tracker.tracker, flat, first_step)
+        else:
+            tracker.store_init_configuration(flat)
+
+
+def _tensorboard_hparams(writer: Any, hparams: Mapping[str, Any], step: int | None) -> None:
+    """The hyperparameters as HParams' session start, in the writer's own run: TensorBoard's
+    HParams tab then lists this run with its hyperparameters and every scalar it logged. With
+    ``step``, also as a table in the text ``hparams`` at that step."""
+    # Accelerate's tracker writes with torch's SummaryWriter, else with tensorboardX's.
+    tensorboard_x = type(writer).__module__.startswith("tensorboardX")
+    module = "tensorboardX.summary" if tensorboard_x else "torch.utils.tensorboard.summary"
+    _, session_start, _ = importlib.import_module(module).hparams(dict(hparams), {})
+    writer.file_writer.add_summary(session_start)
+    if step is not None:
+        rows = "".join(f"\n| {name} | {value} |" for name, value in sorted(hparams.items()))
+        writer.add_text("hparams", f"| name | value |\n| --- | --- |{rows}", global_step=step)
+    writer.flush()
 
 
 def log_artifact(accelerator: Accelerator | None, path: Path, copy_to: Path) -> None:

@@ -1,0 +1,119 @@
+"""What a run says on the console: one line when it starts (afresh, or resumed from which
+checkpoint, epoch and step) and one line per evaluation, on the "accmt_trainer" logger, from
+the main process only.
+
+A program that configured no logging (no handler on this logger, none on the root logger)
+would see no INFO line; during ``fit`` these lines then go to stderr through ``tqdm.write``,
+above the progress bar when one is showing. A program that configured logging keeps its own
+choice: the lines reach its handlers when the logger's level lets INFO through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tqdm.auto import tqdm
+
+if TYPE_CHECKING:
+    from accmt_state import TrainingState
+
+    from ._setup import Run
+
+LOGGER = "accmt_trainer"
+logger = logging.getLogger(LOGGER)
+
+
+class _TqdmHandler(logging.Handler):
+    """Each record as one line on stderr, written above a progress bar that is showing."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def console_lines(main_process: bool) -> Iterator[None]:
+    """While the block runs, the logger's INFO lines reach stderr on the main process, unless
+    the program configured logging itself (a handler on this logger or on the root logger)."""
+    configured = logger.handlers or logging.getLogger().handlers
+    if configured or not main_process:
+        yield
+        return
+    handler = _TqdmHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    if level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def number(value: float) -> str:
+    """A value as the console and the progress bar show it: 4 decimals, or 4 significant
+    digits when it is very small or very large."""
+    return f"{value:.4f}" if value == 0 or 1e-3 <= abs(value) < 1e5 else f"{value:.4g}"
+
+
+def start_line(
+    folder: Path, checkpoint: Path | None, state: TrainingState, run: Run, epoch_batches: int
+) -> str:
+    """Whether the run starts afresh or resumes, and from where: the checkpoint, the epoch
+    (and the batch within it, mid-epoch) and the optimizer step."""
+    epochs, steps = run.epochs, run.total_steps
+    if checkpoint is None:
+        return f"starting afresh in {folder}: {_count(epochs, 'epoch')}, {steps} optimizer steps"
+    seen = state.batches_seen_in_epoch
+    where = (
+        f"epoch {state.epoch + 1}/{epochs} at batch {seen}/{epoch_batches}"
+        if seen
+        else f"epoch {state.epoch}/{epochs} done"
+    )
+    line = f"resuming {folder} from {checkpoint.name}: {where}, step {state.global_step}/{steps}"
+    if state.finished:
+        line += f" (that run had finished; it goes on to {_count(epochs, 'epoch')})"
+    return line
+
+
+def _count(count: int, thing: str) -> str:
+    return f"{count} {thing}" if count == 1 else f"{count} {thing}s"
+
+
+def finished_line(folder: Path, state: TrainingState) -> str:
+    """A run resumed at its end: nothing to train, and how to train more."""
+    return (
+        f"{folder} already finished (epoch {state.epoch}, step {state.global_step}): nothing to "
+        "do. Raise epochs (or max_steps) to train on, or pass resume=False to start afresh"
+    )
+
+
+def metrics_line(
+    state: TrainingState, epochs: int, results: Mapping[str, Mapping[str, float]]
+) -> str:
+    """One evaluation: ``epoch 3/25 step 135: validation loss=0.1234 accuracy=0.9750``."""
+    sets = "; ".join(
+        f"{key} " + " ".join(f"{name}={number(value)}" for name, value in values.items())
+        for key, values in results.items()
+    )
+    return f"epoch {min(state.epoch + 1, epochs)}/{epochs} step {state.global_step}: {sets}"
+
+
+def evaluation_postfix(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """An evaluation's values for the progress bar: ``val_loss`` and each metric by name with
+    one validation set, ``<set>/<name>`` with several."""
+    if len(results) == 1:
+        (values,) = results.values()
+        return {("val_loss" if name == "loss" else name): value for name, value in values.items()}
+    return {
+        f"{key}/{name}": value for key, values in results.items() for name, value in values.items()
+    }

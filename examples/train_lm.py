@@ -6,18 +6,21 @@
 
 The text ships with every CPython (``pydoc_data.topics``: the help pages of the language
 reference), so nothing is downloaded. A byte-pair tokenizer is trained on it in seconds by the
-``tokenizers`` library; ``DataCollatorForLanguageModeling(mlm=False)`` from accmt-collators
-pads the chunks and makes their labels (it needs from the tokenizer only ``pad_token_id`` and
-``padding_side``); the ``Perplexity`` metric scores each evaluation. After every epoch the
-Trainer says the validation loss and perplexity, which falls. Run again, it resumes from its
-checkpoint (with more ``--epochs``, it trains on); ``--fresh`` starts over, moving the
-checkpoints aside (nothing is deleted).
+``tokenizers`` library and kept in the run's folder (``<output>/tokenizer.json``), so a run that
+resumes, or one that already finished, reads the tokenizer it trained with instead of training
+another. ``DataCollatorForLanguageModeling(mlm=False)`` from accmt-collators pads the chunks and
+makes their labels (it needs from the tokenizer only ``pad_token_id`` and ``padding_side``); the
+``Perplexity`` metric scores each evaluation. The Trainer's progress bar shows each epoch, and
+after every epoch the Trainer says the validation loss and perplexity, which falls. Run again,
+it resumes from its checkpoint (with more ``--epochs``, it trains on); ``--fresh`` starts over,
+moving the checkpoints aside (nothing is deleted).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import pydoc_data.topics
 from pathlib import Path
 from typing import Any
@@ -42,9 +45,25 @@ def train_tokenizer(texts: list[str], size: int) -> Tokenizer:
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=size, special_tokens=[PAD], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        vocab_size=size,
+        special_tokens=[PAD],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,  # the Trainer's progress bar is the run's only one
     )
     tokenizer.train_from_iterator(texts, trainer)
+    return tokenizer
+
+
+def run_tokenizer(path: Path, texts: list[str], size: int) -> Tokenizer:
+    """The run's tokenizer: read from ``path`` when the run made it before, else trained on the
+    texts and written there (atomically: a run killed meanwhile leaves no half a file)."""
+    if path.is_file():
+        return Tokenizer.from_file(str(path))
+    tokenizer = train_tokenizer(texts, size)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    tokenizer.save(str(partial))
+    os.replace(partial, path)
     return tokenizer
 
 
@@ -129,7 +148,7 @@ def main() -> None:
     args = parser.parse_args()
 
     texts = sorted(pydoc_data.topics.topics.values())
-    tokenizer = train_tokenizer(texts, size=1000)
+    tokenizer = run_tokenizer(args.output / "tokenizer.json", texts, size=1000)
     # Every 10th help page is held out: validation text the model never trains on.
     train = chunks(tokenizer, [t for i, t in enumerate(texts) if i % 10], args.length)
     valid = chunks(tokenizer, texts[::10], args.length)
@@ -154,7 +173,6 @@ def main() -> None:
         checkpoint_every="epoch",
         max_checkpoints=1,
         log_with=None,
-        progress_bar=False,
         seed=0,
         resume=False if args.fresh else None,  # None: resume when there is a checkpoint
     )

@@ -6,6 +6,7 @@ import inspect
 import math
 import re
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,9 @@ class Recording(Classifier):
 @pytest.mark.parametrize("spelling", ["epoch", -1])
 def test_log_every_epoch_logs_each_epoch_s_mean_loss_once(tmp_path: Path, spelling: Any) -> None:
     module = Recording()
-    run = trainer(tmp_path, log_every=spelling)
+    deprecated = r"log_every=\.\.\.\) with -1 .* use Trainer\(log_every='epoch'\)"
+    with pytest.deprecated_call(match=deprecated) if spelling == -1 else nullcontext():
+        run = trainer(tmp_path, log_every=spelling)
     logged = logged_by(run)
     run.fit(module, blobs(40))  # 5 batches an epoch, 2 epochs
     losses = [values["train/loss"] for values in logged if "train/loss" in values]

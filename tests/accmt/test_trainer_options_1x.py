@@ -154,6 +154,21 @@ def translate(*args: Any, **options: Any) -> tuple[dict[str, Any], list[str]]:
     return result, [str(w.message) for w in caught]
 
 
+# The options that are 1.x's spelling only: each warns once, even at its 1.x default.
+ONE_X_ONLY = {
+    "enable_checkpointing", "multiple_checkpoints", "sampler_train", "sampler_val",
+    "batch_sampler_train", "batch_sampler_val", "collate_fn_train", "collate_fn_val",
+    "safe_serialization", "safe_mode", "train_loss_metric_name", "val_loss_metric_name",
+    "callback", "prepare_batch", "safe_steps", "destroy_after_training",
+    "enable_prepare_logging", "inference_mode",
+}  # fmt: skip
+
+
+def warned_names(messages: list[str]) -> list[str]:
+    """The options that warnings of the form 'Trainer(NAME=...) ...' name, sorted."""
+    return sorted(message.split("=")[0].removeprefix("Trainer(") for message in messages)
+
+
 def trainer_options() -> set[str]:
     return set(inspect.signature(Trainer).parameters) - {"hps_config", "model_path"}
 
@@ -184,19 +199,10 @@ def test_a_program_spelling_out_every_1x_default_keeps_1x_s_choices() -> None:
     defaults = dict(ONE_X_SIGNATURE[2:])
     result, messages = translate(**defaults)
     # Each of these spellings is 1.x's only: one warning each, even at its default.
-    one_x_only = {
-        "enable_checkpointing", "multiple_checkpoints", "sampler_train", "sampler_val",
-        "batch_sampler_train", "batch_sampler_val", "collate_fn_train", "collate_fn_val",
-        "safe_serialization", "safe_mode", "train_loss_metric_name", "val_loss_metric_name",
-        "callback", "prepare_batch", "safe_steps", "destroy_after_training",
-        "enable_prepare_logging", "inference_mode",
-    }  # fmt: skip
-    assert sorted(message.split("=")[0].removeprefix("Trainer(") for message in messages) == (
-        sorted(one_x_only)
-    )
+    assert warned_names(messages) == sorted(ONE_X_ONLY)
     # None meant the default for these two, and for the monitor; 2.x's defaults are the same.
     dropped = {"grad_accumulation_steps", "dataloader_num_workers", "monitor"}
-    kept_as_given = {k: v for k, v in defaults.items() if k not in one_x_only | dropped}
+    kept_as_given = {k: v for k, v in defaults.items() if k not in ONE_X_ONLY | dropped}
     # multiple_checkpoints=False: 1.x kept only its newest checkpoint.
     assert result == {**kept_as_given, "max_checkpoints": 1}
     assert (result["clip_grad"], result["log_with"], result["checkpoint_every"]) == (
@@ -217,8 +223,15 @@ def test_the_trainer_takes_a_call_spelling_out_every_1x_default(
 ) -> None:
     defaults = dict(ONE_X_SIGNATURE[2:])
     args, options = (list(defaults.values()), {}) if positional else ([], defaults)
-    with pytest.warns(DeprecationWarning, match=r"Trainer\(safe_mode=\.\.\.\) has no effect"):
+    with pytest.deprecated_call() as warned:
         trainer = Trainer(HPS, tmp_path, *args, **options)
+    messages = [str(warning.message) for warning in warned]
+    if positional:
+        keyword_only = "Trainer options after model_path are keyword-only in accmt 2"
+        assert [m for m in messages if m.startswith(keyword_only)] == messages[:1]
+        messages = messages[1:]
+    assert warned_names(messages) == sorted(ONE_X_ONLY)  # one warning each, as translated
+    assert all(w.category is DeprecationWarning for w in warned)
     assert (
         trainer.step_options.clip_grad,
         trainer.checkpoint_options.max_checkpoints,

@@ -127,7 +127,7 @@ class Returns(Classifier):
         loss = super().training_step(batch)
         return {
             "none": None,
-            "float": float(loss),
+            "float": float(loss.detach()),  # float(loss) would also draw torch's warning
             "vector": loss.repeat(3),
             "detached": loss.detach(),
         }[self.kind]

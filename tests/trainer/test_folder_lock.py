@@ -87,7 +87,10 @@ def test_a_second_run_on_a_folder_in_use_fails_at_once(tmp_path: Path) -> None:
     saved_at = json.loads((middle / "state.json").read_text())["global_step"]
     steps = Steps()
     resumed = second_run(folder, resume=int(middle.name.split("_")[1]), callbacks=[steps])
-    state = resumed.fit(Linear(), data())
+    # Resuming from an older checkpoint sets the newer ones aside, and says so.
+    moved = rf"resume={int(middle.name.split('_')[1])}: newer checkpoint_.* moved to .*\.old-1"
+    with pytest.warns(UserWarning, match=moved):
+        state = resumed.fit(Linear(), data())
     assert 0 < saved_at < state.global_step == 24
     assert steps.count == 24 - saved_at  # it went on from there, not from the start
     weights = final_weights(resumed)

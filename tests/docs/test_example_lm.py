@@ -72,8 +72,10 @@ def test_the_lm_example_shows_accmts_progress_and_keeps_its_tokenizer(tmp_path: 
     shown = segments(first)
     # The Trainer's bar, drawn through the epoch ...
     assert any(line.startswith("epoch 1/1: 100%") for line in shown), first[-4000:]
-    # ... with the epoch's perplexity printed on a line of its own, not across the bar ...
-    assert any(line.startswith("epoch 1: validation perplexity ") for line in shown), shown
+    # ... with the Trainer's line of the epoch's evaluation on a line of its own, not across
+    # the bar ...
+    evaluated = [line for line in shown if line.startswith("epoch 1/1 step ")]
+    assert any("validation" in line and "perplexity=" in line for line in evaluated), shown
     # ... and no other progress display.
     assert not [name for name in TOKENIZERS_PROGRESS if name in first], first[-4000:]
     tokenizer = output / "tokenizer.json"

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Sequence
 
 import attrs
 
+from ._rendezvous import LaunchError, count, port, positive
+from ._rendezvous import rendezvous as find_rendezvous
 from ._strategies import FAMILIES, STRATEGIES, Strategy
 
 _DESCRIPTION = "accmt: train with the accmt Trainer on one or many processes."
@@ -37,11 +38,6 @@ _DROPPED_COMMANDS = {
 }
 
 
-class LaunchError(ValueError):
-    """The options of ``accmt launch`` do not describe a job that can run; the message says
-    which option and why."""
-
-
 @attrs.frozen
 class LaunchPlan:
     """What ``accmt launch`` hands to Accelerate: its command-line options, and the environment
@@ -54,19 +50,6 @@ class LaunchPlan:
     rdzv_endpoint: str | None = None
     """Where torch's c10d rendezvous meets, on one machine (Accelerate passes one on several
     machines only)."""
-
-
-@attrs.frozen
-class Rendezvous:
-    """Where and how the processes of every machine meet."""
-
-    backend: str
-    address: str
-    port: int
-
-    @property
-    def endpoint(self) -> str:
-        return f"{self.address}:{self.port}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,21 +110,21 @@ def _add_launch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     machines.add_argument(
         "--max-restarts",
-        type=_count,
+        type=count,
         default=0,
         metavar="R",
         help="restart the whole job up to R times when a process fails (default: 0)",
     )
     machines.add_argument(
         "--num-machines",
-        type=_positive,
+        type=positive,
         default=1,
         metavar="M",
         help="number of machines; -N is then the processes of each (default: 1)",
     )
     machines.add_argument(
         "--machine-rank",
-        type=_count,
+        type=count,
         default=0,
         metavar="R",
         help="this machine's rank, 0 to M-1; machine 0 hosts the rendezvous (default: 0)",
@@ -154,7 +137,7 @@ def _add_launch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     machines.add_argument(
         "--main-port",
-        type=_port,
+        type=port,
         metavar="PORT",
         help="the rendezvous port on machine 0 (default: a free port on one machine; needed "
         "with several)",
@@ -267,7 +250,7 @@ def plan_launch(options: argparse.Namespace, *, cuda_devices: int) -> LaunchPlan
             strategy_args = ("--cpu", *strategy_args)
     if "OMP_NUM_THREADS" not in os.environ:
         environment["OMP_NUM_THREADS"] = str(max((os.cpu_count() or 1) // count, 1))
-    rendezvous = _rendezvous(options)
+    rendezvous = find_rendezvous(options)
     if rendezvous.backend == "c10d":
         # torch 2.13 would hand the restarted workers the first attempt's TCP store, where
         # gloo can read a dead peer's address and wait for it (pytorch#135712, #167288).
@@ -305,41 +288,6 @@ def run(plan: LaunchPlan) -> int:
     except ChildFailedError as error:
         return error.get_first_failure()[1].exitcode or 1
     return 0
-
-
-def _rendezvous(options: argparse.Namespace) -> Rendezvous:
-    machines, rank = options.num_machines, options.machine_rank
-    if rank >= machines:
-        raise LaunchError(
-            f"--machine-rank {rank}: with --num-machines {machines}, 0 to {machines - 1}"
-        )
-    several = machines > 1
-    if several and (options.main_address is None or options.main_port is None):
-        raise LaunchError(
-            f"--num-machines {machines}: give --main-address and --main-port, machine 0's "
-            "address and a port every machine can reach, the same on each machine"
-        )
-    backend = options.rdzv_backend or ("c10d" if options.max_restarts else "static")
-    address = options.main_address or "127.0.0.1"
-    return Rendezvous(backend, address, options.main_port or _free_port())
-
-
-def _count(value: str) -> int:
-    if not value.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number (0 or more), got {value!r}")
-    return int(value)
-
-
-def _positive(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number (1 or more), got {value!r}")
-    return int(value)
-
-
-def _port(value: str) -> int:
-    if not value.isdigit() or not 1 <= int(value) <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port (1 to 65535), got {value!r}")
-    return int(value)
 
 
 def _strategy(value: str) -> tuple[tuple[str, ...], str]:
@@ -401,9 +349,3 @@ def _cuda_device_count() -> int:
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

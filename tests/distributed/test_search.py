@@ -25,11 +25,17 @@ def trained(out: Path, rank: int) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
-def test_both_processes_train_the_same_trials_and_the_study_has_n_trials(tmp_path: Path) -> None:
-    out = tmp_path / "search"
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One job for both tests (a launch costs most in its processes importing torch and
+    Accelerate): a search of 4 trials, one pruned and one failing, then a plain fit."""
+    out = tmp_path_factory.mktemp("search") / "search"
     torchrun(str(WORKER), 2, str(out), "--trials", "4", "--epochs", "2", "--prune-trial", "1",
-             "--fail-trial", "2")  # fmt: skip
+             "--fail-trial", "2", "--then-fit")  # fmt: skip
+    return out
 
+
+def test_both_processes_train_the_same_trials_and_the_study_has_n_trials(out: Path) -> None:
     study = optuna.load_study(study_name="accmt-search", storage=f"sqlite:///{out}/study.db")
     trials = study.get_trials()
     assert [t.state for t in trials] == [
@@ -49,11 +55,9 @@ def test_both_processes_train_the_same_trials_and_the_study_has_n_trials(tmp_pat
     assert steps == [2 * STEPS_PER_EPOCH, STEPS_PER_EPOCH, 2 * STEPS_PER_EPOCH]
 
 
-def test_a_fit_after_the_search_in_the_same_job_trains_on_both_processes(tmp_path: Path) -> None:
-    """The search made the process group, and left none behind; the fit makes its own."""
-    out = tmp_path / "search"
-    torchrun(str(WORKER), 2, str(out), "--trials", "1", "--epochs", "1", "--then-fit")
-    assert [line["global_step"] for line in trained(out, 0)] == [STEPS_PER_EPOCH]
+def test_a_fit_after_the_search_in_the_same_job_trains_on_both_processes(out: Path) -> None:
+    """The search made the process group, and left none behind (after a pruned and a failed
+    trial too); the fit makes its own, and trains its one epoch on both processes."""
     for rank in range(2):
         after = json.loads((out / f"after_rank{rank}.json").read_text())
         assert after == {"world": 2, "global_step": STEPS_PER_EPOCH}

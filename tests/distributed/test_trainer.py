@@ -13,23 +13,29 @@ from ._launch import WORKERS, torchrun
 
 pytestmark = pytest.mark.distributed
 
+ACCUMULATIONS = ["1", "5"]
 
-def single_process(out: Path, batch_size: int, accumulation: int) -> dict[str, object]:
-    out.mkdir()
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every accumulation trained in one launch on 2 processes (8 samples per process per
+    batch) and in one single process (16 per batch), the same global batches: a launch costs
+    most in its processes importing torch and Accelerate, not in what they train."""
+    out = tmp_path_factory.mktemp("trainer")
+    torchrun("trainer_worker.py", 2, str(out / "two"), "8", *ACCUMULATIONS)
     subprocess.run(
-        [sys.executable, str(WORKERS / "trainer_worker.py"), str(out), str(batch_size),
-         str(accumulation)],
+        [sys.executable, str(WORKERS / "trainer_worker.py"), str(out / "single"), "16",
+         *ACCUMULATIONS],
         check=True, capture_output=True,
     )  # fmt: skip
-    loaded: dict[str, object] = torch.load(out / "rank0.pt")
-    return loaded
+    return out
 
 
 @pytest.mark.parametrize("accumulation", [1, 5])
-def test_two_processes_match_each_other_and_one_process(tmp_path: Path, accumulation: int) -> None:
-    torchrun("trainer_worker.py", 2, str(tmp_path), "8", str(accumulation))
-    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
-    reference = single_process(tmp_path / "single", 16, accumulation)
+def test_two_processes_match_each_other_and_one_process(runs: Path, accumulation: int) -> None:
+    folder = f"accumulation_{accumulation}"
+    ranks = [torch.load(runs / "two" / folder / f"rank{r}.pt") for r in range(2)]
+    reference = torch.load(runs / "single" / folder / "rank0.pt")
     # 192 samples, 8 per process per batch: 12 batches per process per epoch.
     assert ranks[0]["global_step"] == ranks[1]["global_step"] == 2 * -(-12 // accumulation)
     assert reference["global_step"] == ranks[0]["global_step"]

@@ -1,10 +1,10 @@
 """Records every hook of a run on each process; used by tests/distributed/test_hook_order.py.
 
-    hooks_worker.py OUT [--kill-at-step N]
+    hooks_worker.py OUT... [--kill-at-step N]
 
-Appends each hook's name, as it fires, to OUT/hooks_<mode>_rank<R>.txt: mode "killed" when each
-process kills itself with SIGKILL after optimizer step N (nothing after it runs, no hook, no
-handler), else "run".
+Trains one run into each OUT in turn, appending each hook's name, as it fires, to
+OUT/hooks_<mode>_rank<R>.txt: mode "killed" for the last OUT's run when each process kills itself
+with SIGKILL after its optimizer step N (nothing after it runs, no hook, no handler), else "run".
 """
 
 from __future__ import annotations
@@ -66,25 +66,32 @@ for _hook in HOOKS:
         setattr(Record, _hook, lambda self, *args, _h=_hook: self.note(_h))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--kill-at-step", type=int)
-    args = parser.parse_args()
+def train(out: Path, kill_at_step: int | None) -> None:
     hps = HyperParameters.from_dict({
         "epochs": 2, "batch_size": 16, "optimizer": "SGD", "optimizer_kwargs": {"lr": 0.1},
         "scheduler": "StepLR", "scheduler_kwargs": {"step_size": 1},
     })  # fmt: skip
-    mode = "killed" if args.kill_at_step else "run"
-    path = args.out / f"hooks_{mode}_rank{os.environ['RANK']}.txt"
-    args.out.mkdir(parents=True, exist_ok=True)
+    mode = "killed" if kill_at_step else "run"
+    path = out / f"hooks_{mode}_rank{os.environ['RANK']}.txt"
+    out.mkdir(parents=True, exist_ok=True)
     trainer = Trainer(
-        hps, args.out / "run", evaluate_every_n_steps=3, checkpoint_every="2 steps",
-        callbacks=[Record(path, args.kill_at_step)], log_with=None, progress_bar=False,
+        hps, out / "run", evaluate_every_n_steps=3, checkpoint_every="2 steps",
+        callbacks=[Record(path, kill_at_step)], log_with=None, progress_bar=False,
         metrics=[Accuracy()], cpu=True,
     )  # fmt: skip
     # 16 validation samples: one batch on each process, on 1 process or 2.
     trainer.fit(Classifier(), data(128, seed=1), data(16, seed=2))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("outs", type=Path, nargs="+")
+    parser.add_argument("--kill-at-step", type=int)
+    args = parser.parse_args()
+    *whole, last = args.outs
+    for out in whole:
+        train(out, kill_at_step=None)
+    train(last, args.kill_at_step)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Trains one small model with Trainer.fit; run by tests/distributed/test_trainer.py.
 
-    worker.py OUT BATCH_SIZE ACCUMULATION
+    worker.py OUT BATCH_SIZE ACCUMULATION...
 
 On N processes each gets BATCH_SIZE samples per batch; the single-process reference is the same
-script with N x BATCH_SIZE. Each process saves its final weights to OUT/rank<N>.pt.
+script with N x BATCH_SIZE. One run per ACCUMULATION, in turn, in the same launch; each process
+saves its final weights to OUT/accumulation_<ACCUMULATION>/rank<R>.pt.
 """
 
 from __future__ import annotations
@@ -38,7 +39,12 @@ class Classifier(AcceleratorModule):
 
 
 def main() -> None:
-    out, batch_size, accumulation = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    out, batch_size = Path(sys.argv[1]), int(sys.argv[2])
+    for accumulation in map(int, sys.argv[3:]):
+        train(out / f"accumulation_{accumulation}", batch_size, accumulation)
+
+
+def train(out: Path, batch_size: int, accumulation: int) -> None:
     hps = HyperParameters.from_dict(
         {
             "epochs": 2,

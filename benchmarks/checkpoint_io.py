@@ -1,18 +1,23 @@
-"""How long a Trainer checkpoint takes to save and to load, next to a bare torch.save /
-torch.load and Accelerate's save_state / load_state of the same state, for about 100 MB and
-about 1 GB of model plus AdamW state; and what a background checkpoint costs the training
-thread.
+"""How long a Trainer checkpoint stalls training and takes to save and to load, next to a bare
+torch.save (with and without an fsync) / torch.load and Accelerate's save_state / load_state of
+the same state, for about 100 MB, the 6 layers of 2048x2048 of issue 27 (about 300 MB) and about
+1 GB of model plus AdamW state; and what a background checkpoint costs the training thread.
 
-./hatchw run python benchmarks/checkpoint_io.py
+./hatchw run python benchmarks/checkpoint_io.py [small] [issue] [large]   (default: all three)
 
 The checkpoint's save is all of it: Accelerate's save_state (model, optimizer, RNGs), the
-TrainingState, callback states, loss windows, the xxh3 digest of every file for the manifest,
-the rename and the pointer. Its load is what a resume does before training: choose the newest
-checkpoint and verify it (digests and kinds of every file), read the state and the parts, and
-Accelerate's load_state. The bare baseline writes and reads ``{"model", "optimizer"}``
-(``weights_only=True``) and loads both state dicts. None of them fsyncs the large files;
-each save starts after an ``os.sync()``, untimed, so that the kernel's writeback of the
-previous save's gigabyte does not land on whichever save comes next.
+TrainingState, callback states, loss windows, then its commit: the xxh3 digest of every file
+for the manifest, the fsync of every file and folder, the rename, the durable pointer and the
+removal of the oldest checkpoint (max_checkpoints=2). A synchronous checkpoint stalls training
+for the files (the commit runs in the background writer, which the next checkpoint waits for);
+its stall is compared with a bare torch.save and with a bare torch.save followed by an fsync
+of its file, the floor of a durable save. Its load is what a resume does before training:
+choose the newest checkpoint and verify it (digests and kinds of every file), read the state
+and the parts, and Accelerate's load_state. The bare baseline writes and reads
+``{"model", "optimizer"}`` (``weights_only=True``) over the same file, and loads both state
+dicts. Each save starts after an ``os.sync()``, untimed, so that the kernel's writeback of the
+previous save does not land on whichever save comes next, and after the previous checkpoint's
+commit: checkpoints further apart than a commit takes.
 A background save (``checkpoint_async=True``) stalls the caller only for a copy of the state
 into CPU memory; the extra memory is that copy, measured as the process's RSS growth.
 """
@@ -22,7 +27,9 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,11 +41,25 @@ from _timing import interleaved_samples
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 
+import accmt_trainer._checkpoint_commit as commit
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState
 from accmt_trainer._checkpoints import Checkpoints
 
-SIZES = {"~100 MB": (1536, 4, 5), "~1 GB": (2560, 13, 7)}  # width, layers, repeats
+# name: (label, width, layers, repeats)
+SIZES = {
+    "small": ("~100 MB", 1536, 4, 5),
+    "issue": ("6 x 2048x2048 (issue 27)", 2048, 6, 7),
+    "large": ("~1 GB", 2560, 13, 7),
+}
+# What a checkpoint does, timed where it runs: Accelerate's save_state on the training thread,
+# the commit's steps in the background writer.
+PHASES = {
+    "inventory": "digests",
+    "sync_tree": "fsync",
+    "write_json": "manifest + pointer",
+    "retain": "removal of the oldest",
+}
 # The disk is what a run writes to, and on a shared machine its writeback swings from run to
 # run; memory (tmpfs) leaves out the disk and shows what each way of saving costs by itself.
 PLACES = {None: "the temporary folder (disk)", "/dev/shm": "/dev/shm (memory)"}
@@ -80,39 +101,74 @@ class Setup:
         self.callbacks = CallbackHandler()
         self.callbacks.bind(state=self.state)
         self.folder = folder
-        self.run = {"world_size": 1, "train_batch_size": 8, "grad_accumulation_steps": 1,
-                    "batches_per_epoch": 1, "format": 2, "versions": {}}  # fmt: skip
+        self.run = {
+            "world_size": 1,
+            "train_batch_size": 8,
+            "grad_accumulation_steps": 1,
+            "batches_per_epoch": 1,
+            "format": 2,
+            "versions": {},
+        }
         self.index = 0
         self._checkpoints: dict[bool, Checkpoints] = {}
-        self.state_mb = sum(
-            t.numel() * t.element_size()
-            for t in [*self.model.state_dict().values(),
-                      *(v for s in self.optimizer.state_dict()["state"].values()
-                        for v in s.values() if isinstance(v, torch.Tensor))]
-        ) / 1e6  # fmt: skip
+        self.phases: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+        self._phase: dict[str, float] | None = None  # the parts of the save under way
+        self._time(self.accelerator, "save_state", "Accelerate save_state")
+        for name, label in PHASES.items():
+            self._time(commit, name, label)
+        self.state_mb = tensor_mb(self.model.state_dict()) + tensor_mb(
+            self.optimizer.state_dict()["state"]
+        )
 
     def checkpoints(self, background: bool) -> Checkpoints:
         # One per mode, as in a run: a background one reuses its copy's buffers.
         if background not in self._checkpoints:
+            folder = self.folder / "checkpoints"
             self._checkpoints[background] = Checkpoints(
-                self.folder / "checkpoints", self.accelerator, max_checkpoints=2,
-                background=background,
-            )  # fmt: skip
+                folder, self.accelerator, max_checkpoints=2, background=background
+            )
         return self._checkpoints[background]
+
+    def _time(self, owner: Any, name: str, label: str) -> None:
+        """Adds each call's seconds of ``owner.name`` to this save's phases, by thread."""
+        original = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                main = threading.current_thread() is threading.main_thread()
+                key = f"{'training thread' if main else 'background'}: {label}"
+                if self._phase is not None:
+                    self._phase[key] = self._phase.get(key, 0.0) + time.perf_counter() - start
+
+        setattr(owner, name, timed)
 
     def save(self, background: bool) -> tuple[float, float, float]:
         """(seconds until the caller may train on, seconds until the checkpoint is in place,
         MB of RSS the process grew by while the write was in flight)"""
         checkpoints = self.checkpoints(background)
         self.index += 1
+        self._phase = {}
         before = rss_mb()
         start = time.perf_counter()
-        checkpoints.save(self.index, self.run, self.state, self.callbacks, {"window": {}},
-                         snapshot_of=([self.model], self.optimizer, None))  # fmt: skip
+        snapshot_of = ([self.model], self.optimizer, None)
+        checkpoints.save(
+            self.index,
+            self.run,
+            self.state,
+            self.callbacks,
+            {"window": {}},
+            snapshot_of=snapshot_of,
+        )
         stalled = time.perf_counter() - start
         grown = rss_mb() - before
         checkpoints.wait()
-        return stalled, time.perf_counter() - start, grown
+        total = time.perf_counter() - start
+        self.phases[background].append(self._phase)
+        self._phase = None
+        return stalled, total, grown
 
     def load(self) -> None:
         checkpoints = self.checkpoints(False)
@@ -126,6 +182,14 @@ class Setup:
         model = self.accelerator.unwrap_model(self.model)
         state = {"model": model.state_dict(), "optimizer": self.optimizer.state_dict()}
         torch.save(state, self.folder / "bare.pt")
+
+    def torch_save_synced(self) -> None:
+        self.torch_save()
+        descriptor = os.open(self.folder / "bare.pt", os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
     def torch_load(self) -> None:
         state = torch.load(self.folder / "bare.pt", weights_only=True)
@@ -145,55 +209,97 @@ def measure(label: str, width: int, layers: int, repeats: int, place: str | None
         setup.torch_save()
         setup.accelerate_save()
         setup.save(background=False)
-        saves = interleaved_samples({
-            "accmt checkpoint": lambda: setup.save(background=False),
-            "torch.save": setup.torch_save,
-            "Accelerate save_state": setup.accelerate_save,
-        }, repeats, before=os.sync)  # fmt: skip
-        loads = interleaved_samples({
-            "accmt resume load": setup.load,
-            "torch.load": setup.torch_load,
-            "Accelerate load_state": setup.accelerate_load,
-        }, repeats)  # fmt: skip
-        stalls, totals, growth = [], [], []
+        setup.phases[False].clear()
+        stalls: dict[bool, list[float]] = {False: [], True: []}
+
+        def checkpoint() -> None:
+            stalls[False].append(setup.save(background=False)[0])
+
+        saves = interleaved_samples(
+            {
+                "accmt checkpoint": checkpoint,
+                "torch.save": setup.torch_save,
+                "torch.save + fsync": setup.torch_save_synced,
+                "Accelerate save_state": setup.accelerate_save,
+            },
+            repeats,
+            before=os.sync,
+        )
+        loads = interleaved_samples(
+            {
+                "accmt resume load": setup.load,
+                "torch.load": setup.torch_load,
+                "Accelerate load_state": setup.accelerate_load,
+            },
+            repeats,
+        )
+        totals, growth = [], []
         for _ in range(repeats):
             os.sync()
             stalled, total, grown = setup.save(background=True)
-            stalls.append(stalled)
+            stalls[True].append(stalled)
             totals.append(total)
             growth.append(grown)
         held = tensor_mb(setup.checkpoints(True)._buffers)
         AcceleratorState._reset_state(reset_partial_state=True)
-    print(f"{label} in {PLACES[place]}: model + AdamW state {setup.state_mb:.0f} MB; "
-          f"{repeats} interleaved runs")  # fmt: skip
-    print(f"  {'':<27} {'median':>8}  {'ratio':>11}  {'fastest':>8}  {'ratio':>11}")
-    for kind, results, bare in (("save", saves, "torch.save"), ("load", loads, "torch.load")):
-        for name, seconds in results.items():
-            print(f"  {kind} {name:<22} {_ms(seconds, statistics.median, results[bare])}  "
-                  f"{_ms(seconds, min, results[bare])}")  # fmt: skip
-    bare_save = saves["torch.save"]
-    print(f"  {'async save: training stalls':<27} {_ms(stalls, statistics.median, bare_save)}  "
-          f"{_ms(stalls, min, bare_save)}; the write ends after "
-          f"{statistics.median(totals) * 1e3:.0f} ms")  # fmt: skip
+    print(
+        f"{label} in {PLACES[place]}: model + AdamW state {setup.state_mb:.0f} MB; "
+        f"{repeats} interleaved runs"
+    )
+    print(f"  {'':<37} {'median':>8}  {'ratio':>17}  {'fastest':>8}  {'ratio':>17}")
+    rows = [
+        ("save", "accmt checkpoint, until in place", saves["accmt checkpoint"], saves),
+        *(("save", name, seconds, saves) for name, seconds in saves.items() if "accmt" not in name),
+        *(("load", name, seconds, loads) for name, seconds in loads.items()),
+    ]
+    for kind, name, seconds, results in rows:
+        bare = results["torch.save" if kind == "save" else "torch.load"]
+        print(
+            f"  {kind} {name:<32} {_ms(seconds, statistics.median, bare)}  "
+            f"{_ms(seconds, min, bare)}".rstrip()
+        )
+    for background, mode in ((False, "sync"), (True, "async")):
+        for floor, short in (("torch.save", "torch"), ("torch.save + fsync", "torch+fsync")):
+            bare = saves[floor]
+            print(
+                f"  {mode + ' save: training stalls':<37} "
+                f"{_ms(stalls[background], statistics.median, bare, short)}  "
+                f"{_ms(stalls[background], min, bare, short)}".rstrip()
+            )
+    print(f"  async save: the write ends after {statistics.median(totals) * 1e3:.0f} ms")
     extra = max(growth)
     print(
         f"  async save: extra CPU memory {held:.0f} MB = {held / setup.state_mb:.2f}x the state "
         f"(the copy it keeps); the process grew by at most {extra:.0f} MB while a write ran"
     )
+    phases = setup.phases[False]
+    names = sorted({name for phase in phases for name in phase}, key=lambda n: n.startswith("b"))
+    where = ", ".join(
+        f"{name} {statistics.median(phase.get(name, 0.0) for phase in phases) * 1e3:.0f} ms"
+        for name in names
+    )
+    print(f"  sync save, medians of its parts: {where}")
 
 
-def _ms(seconds: list[float], pick: Callable[[list[float]], float], bare: list[float]) -> str:
+def _ms(
+    seconds: list[float],
+    pick: Callable[[list[float]], float],
+    bare: list[float],
+    floor: str = "torch",
+) -> str:
     """``pick`` of ``seconds`` in ms, and its ratio to the same ``pick`` of ``bare``."""
-    return f"{pick(seconds) * 1e3:6.0f} ms  {pick(seconds) / pick(bare):5.2f}x torch"
+    return f"{pick(seconds) * 1e3:6.0f} ms  {pick(seconds) / pick(bare):5.2f}x {floor:<11}"
 
 
 def main() -> None:
     torch.set_num_threads(2)
-    places = [None]
+    places: list[str | None] = [None]
     if Path("/dev/shm").is_dir() and shutil.disk_usage("/dev/shm").free > 6e9:
         places.append("/dev/shm")
+    chosen = sys.argv[1:] or list(SIZES)
     for place in places:
-        for label, (width, layers, repeats) in SIZES.items():
+        for name in chosen:
+            label, width, layers, repeats = SIZES[name]
             measure(label, width, layers, repeats, place)
 
 

@@ -92,8 +92,14 @@ def make_accelerator(
         # The scheduler is stepped by the loop, once per real optimizer step, and sized to
         # exactly that count; Accelerate would otherwise step it once per process.
         step_scheduler_with_optimizer=False,
+        # non_blocking: a batch's copy to the device does not wait for the device. A blocking
+        # copy synchronises the stream (torch's memcpy_and_sync): each step would wait for
+        # the previous one to finish on the GPU before it could be queued.
         dataloader_config=DataLoaderConfiguration(
-            use_seedable_sampler=True, data_seed=options.seed, even_batches=not every_sample_once
+            use_seedable_sampler=True,
+            data_seed=options.seed,
+            even_batches=not every_sample_once,
+            non_blocking=True,
         ),
         log_with=logging.log_with,
         project_dir=str(logging.logging_dir),

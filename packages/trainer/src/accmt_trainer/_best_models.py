@@ -127,9 +127,12 @@ class BestModels:
         # Every process must be done with the staging folder before it is renamed.
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            self.state.save(staging / "state.json")
+            # Not fsynced one by one: replace_folder syncs the whole folder before the old
+            # version goes.
+            self.state.save(staging / "state.json", durable=False)
             # Written last: a staging folder that holds it is complete.
-            write_json(staging / _METRICS, {"rule": rule.name, "values": dict(values)})
+            metrics = {"rule": rule.name, "values": dict(values)}
+            write_json(staging / _METRICS, metrics, durable=False)
             replace_folder(staging, folder)
         accelerator.wait_for_everyone()
 

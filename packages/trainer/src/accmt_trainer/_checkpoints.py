@@ -15,15 +15,15 @@ Layout under ``<model_path>/checkpoints``::
     .tmp-checkpoint_000005/        a checkpoint being written; never read, removed on the next
                                    save
 
-Every process writes into the temporary folder; once all have finished, the main process
-writes the manifest, renames the folder into place and moves the pointer. Nothing in a
-checkpoint is unpickled with code execution: tensors are safetensors or torch archives read
-with ``weights_only=True``, the rest is JSON.
+Every process writes into the temporary folder; once all have finished, the main process's
+background writer writes the manifest, syncs the folder, renames it into place, moves the
+pointer and only then removes checkpoints past ``max_checkpoints`` (``_checkpoint_commit``).
+Nothing in a checkpoint is unpickled with code execution: tensors are safetensors or torch
+archives read with ``weights_only=True``, the rest is JSON.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import time
 import warnings
@@ -40,17 +40,21 @@ from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState, read_json, write_json
 
 from ._background_writer import BackgroundWriter
+from ._checkpoint_commit import (
+    POINTER,
+    commit,
+    complete_checkpoints,
+    guarded,
+)
 from ._checkpoint_parts import AccelerateSnapshot, Checkpointable, Parts
 from ._checkpoint_schedule import CheckpointSchedule, parse_checkpoint_every
 from ._epoch_plan import StageLayout
 from ._errors import CheckpointError, TrainerConfigError
 from ._folders import free_sibling, set_aside_folder
-from ._manifest import DIGEST, MANIFEST, check_compatible, inventory, verify
+from ._manifest import check_compatible, verify
 from ._option_checks import option, positive_int
 from ._safe_tree import load_tree
 
-POINTER = "latest.json"
-_NAME = re.compile(r"^checkpoint_(\d{6,})$")
 _DONE = ".done-"
 _SHARDED = {
     DistributedType.FSDP,
@@ -132,7 +136,9 @@ class Checkpoints:
     ) -> None:
         """Write checkpoint ``index`` from every process. In the background, the call returns
         once everything is copied to CPU memory (``snapshot_of``: models, optimizer and
-        scheduler); otherwise once the checkpoint is in place."""
+        scheduler); otherwise once every process's files are written. Either way the
+        checkpoint is committed (digests, sync, rename, pointer, retention) in the background
+        writer, which the next checkpoint and the end of ``fit`` wait for."""
         self.writer.wait()
         accelerator = self.accelerator
         final = self.root / f"checkpoint_{index:06d}"
@@ -148,16 +154,22 @@ class Checkpoints:
             self._buffers = snapshot
             self.writer.start(lambda: self._write_later(temporary, final, facts, parts, snapshot))
             return
-        self._guarded(temporary, lambda: accelerator.save_state(str(temporary / "accelerate")))
-        self._guarded(temporary, lambda: parts.write(temporary, accelerator))
+        guarded(temporary, lambda: accelerator.save_state(str(temporary / "accelerate")))
+        guarded(temporary, lambda: parts.write(temporary, accelerator))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            self._finish(temporary, final, facts)
-        accelerator.wait_for_everyone()
+            keep = self.max_checkpoints
+            self.writer.start(lambda: commit(temporary, final, facts, keep))
 
     def wait(self) -> None:
         """Until the background write in flight (if any) is done; re-raises its error."""
         self.writer.wait()
+
+    def settle(self) -> None:
+        """:meth:`wait` on every process, then a barrier: the last checkpoint is in place for
+        all of them. Called by the loop at the end of a run, before ``on_fit_end``."""
+        self.writer.wait()
+        self.accelerator.wait_for_everyone()
 
     def _write_later(
         self,
@@ -171,8 +183,8 @@ class Checkpoints:
         once every process has marked its part done. No collective runs here: they belong
         to the training thread."""
         accelerator = self.accelerator
-        self._guarded(temporary, lambda: snapshot.write(temporary / "accelerate", accelerator))
-        self._guarded(temporary, lambda: parts.write(temporary, accelerator))
+        guarded(temporary, lambda: snapshot.write(temporary / "accelerate", accelerator))
+        guarded(temporary, lambda: parts.write(temporary, accelerator))
         (temporary / f"{_DONE}{accelerator.process_index}").touch()
         if not accelerator.is_main_process:
             return
@@ -181,35 +193,7 @@ class Checkpoints:
             time.sleep(0.01)
         for marker in markers:
             marker.unlink()
-        self._finish(temporary, final, facts)
-
-    def _guarded(self, temporary: Path, write: Any) -> None:
-        try:
-            write()
-        except Exception as error:  # a full disk comes as OSError, or as safetensors' own
-            shutil.rmtree(temporary, ignore_errors=True)
-            raise CheckpointError(
-                f"could not write the checkpoint into {temporary}: {error}; the earlier "
-                "checkpoints are kept as they were"
-            ) from error
-
-    def _finish(self, temporary: Path, final: Path, facts: Mapping[str, Any]) -> None:
-        """Main process: manifest, rename into place, pointer, retention."""
-        index = _index(final)
-        manifest = {**facts, "index": index, "digest": DIGEST, "files": inventory(temporary)}
-        # Nothing is fsynced (as with torch.save): the digests catch a file a power cut left
-        # short, and the checkpoint before it is taken.
-        self._guarded(temporary, lambda: write_json(temporary / MANIFEST, manifest, durable=False))
-        shutil.rmtree(final, ignore_errors=True)
-        temporary.rename(final)
-        try:
-            write_json(self.root / POINTER, {"latest": final.name}, durable=False)
-        except OSError as error:
-            raise CheckpointError(
-                f"checkpoint {final.name} is complete, but {self.root / POINTER} could not be "
-                f"written: {error}. A resume finds checkpoints by index, so it is still found."
-            ) from error
-        self._retain()
+        commit(temporary, final, facts, self.max_checkpoints)
 
     # ------------------------------------------------------------------------- resume
 
@@ -299,20 +283,11 @@ class Checkpoints:
             warnings.warn(f"resume={_index(chosen)}: newer {names} moved to {aside}", stacklevel=3)
         accelerator.wait_for_everyone()
 
-    def _retain(self) -> None:
-        if self.max_checkpoints is None:
-            return
-        for old in self.complete()[: -self.max_checkpoints]:
-            shutil.rmtree(old, ignore_errors=True)
-
     # ----------------------------------------------------------------------------- read
 
     def complete(self) -> list[Path]:
         """Folders that look like finished checkpoints (renamed into place), oldest first."""
-        if not self.root.is_dir():
-            return []
-        found = [p for p in self.root.iterdir() if _NAME.match(p.name) and p.is_dir()]
-        return sorted(found, key=_index)
+        return complete_checkpoints(self.root)
 
     def choose(self, which: int) -> tuple[Path, dict[str, Any]] | None:
         """The checkpoint to resume from, with its manifest, or None when there is none.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from ._durable import sync_folder, sync_tree
+
 
 def free_sibling(folder: Path) -> Path:
     """The first ``<name>.old-<n>`` beside ``folder`` that does not exist yet."""
@@ -24,9 +26,12 @@ def set_aside_folder(folder: Path) -> Path | None:
 
 
 def replace_folder(staging: Path, folder: Path) -> None:
-    """Put ``staging`` where ``folder`` is; at every moment one complete version exists."""
+    """Put ``staging`` where ``folder`` is; at every moment one complete version exists, and
+    the new one is on the disk (its files, itself, the renames) before the old one is removed."""
+    sync_tree(staging)
     previous = set_aside_folder(folder)
     staging.rename(folder)
+    sync_folder(folder.parent)
     if previous is not None:
         shutil.rmtree(previous, ignore_errors=True)
 
@@ -42,5 +47,6 @@ def recover_folder(folder: Path, staging: Path, complete: str) -> None:
         elif aside:
             aside.pop().rename(folder)
     if folder.exists():
+        sync_folder(folder.parent)
         for old in aside:
             shutil.rmtree(old, ignore_errors=True)

@@ -45,6 +45,8 @@ class Fit:
         self.state = TrainingState()
         self.run: Run | None = None
         self.loop: TrainingLoop | None = None
+        self.reported_names: dict[str, list[str]] | None = None
+        """The sanity check's names by validation set (``Trainer.reported_names``)."""
 
     def train(self, datasets: Datasets) -> TrainingState:
         """Prepare the run, resume it if a checkpoint says so, and train it to its end."""
@@ -94,7 +96,7 @@ class Fit:
                 logger.warning("%s already finished (epoch %d, step %d): nothing to do", *done)
                 return state
         if trainer.sanity_check:
-            reported = loop.owners.evaluation.sanity_check()
+            self.reported_names = reported = loop.owners.evaluation.sanity_check()
             rules = loop.owners.best_models.rules
             check_names(reported, rules, list(trainer.callbacks.callbacks))
         logging_options = trainer.logging_options

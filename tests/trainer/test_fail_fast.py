@@ -167,3 +167,23 @@ def test_the_sanity_check_can_be_turned_off(tmp_path: Path) -> None:
     with pytest.raises(StepOutputError):
         trainer.fit(BadValidation(), blobs(32), blobs(16, seed=1))
     assert steps.steps == 4  # the first epoch trained, then its evaluation failed
+
+
+class ReadsNames(Callback):
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    def on_fit_start(self) -> None:
+        self.seen.append(self.trainer.reported_names)
+
+
+@pytest.mark.parametrize("sanity_check", [True, False])
+def test_callbacks_read_the_names_the_sanity_check_reported(
+    tmp_path: Path, sanity_check: bool
+) -> None:
+    reads = ReadsNames()
+    trainer, _ = make(tmp_path / "run", callbacks=[reads], sanity_check=sanity_check)
+    assert trainer.reported_names is None
+    trainer.fit(Classifier(), blobs(32), {"clean": blobs(16, seed=1), "noisy": blobs(8, seed=2)})
+    names = {"clean": ["accuracy", "loss"], "noisy": ["accuracy", "loss"]}
+    assert reads.seen == [names if sanity_check else None]

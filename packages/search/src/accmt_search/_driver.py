@@ -24,10 +24,11 @@ from optuna.trial import FrozenTrial, TrialState
 
 from accmt_trainer import HyperParameters, HyperParametersError
 
+from ._console import trial_line, without_optuna_trial_lines
 from ._errors import StudyError
 from ._processes import ProcessLink
 from ._progress import TrialProgress
-from ._report import table, write_csv, write_plots
+from ._report import summary, write_csv, write_plots
 from ._resolve import TrialConfig, resolve
 from ._result import SearchResult
 from ._signals import StopRequest
@@ -61,6 +62,16 @@ class Options:
     plots: bool
     progress_bar: bool
     poll_seconds: float
+
+
+@attrs.frozen
+class Ended:
+    """A trial the lead ran, as it ended: what its line says."""
+
+    number: int
+    outcome: TrialOutcome
+    params: dict[str, Any]
+    retry_of: int | None
 
 
 @attrs.define
@@ -103,7 +114,7 @@ class Lead:
         self.run = run
         self.study = study
         self.counts_running = heartbeats(storage)
-        self.last: tuple[int, TrialOutcome] | None = None
+        self.last: Ended | None = None
         self.seen: Sequence[FrozenTrial] = ()
         """The study's trials as the loop last read them, before asking for a trial."""
 
@@ -119,34 +130,46 @@ class Lead:
     def _search(self) -> SearchResult:
         options = self.run.options
         progress = TrialProgress(options.n_trials, options.progress_bar)
-        interrupted = False
         try:
-            while not interrupted:
-                fail_stale_trials(self.study)
-                trials = self.seen = self.study.get_trials(deepcopy=False)
-                tally = Tally.of(trials, self.counts_running)
-                progress.show(tally.finished, best_value(trials, self.study.direction))
-                if tally.finished >= options.n_trials:
-                    break
-                if self.run.signals():
-                    interrupted = True
-                elif tally.may_start(options.n_trials):
-                    interrupted = self._one_trial()
-                else:
-                    self._wait(tally)
+            with progress.logging_above(), without_optuna_trial_lines():
+                interrupted = self._loop(progress)
         finally:
             progress.close()
         return self._finish(interrupted)
+
+    def _loop(self, progress: TrialProgress) -> bool:
+        """Run trials until n_trials have finished; True when a signal interrupted it."""
+        n_trials = self.run.options.n_trials
+        while True:
+            fail_stale_trials(self.study)
+            trials = self.seen = self.study.get_trials(deepcopy=False)
+            tally = Tally.of(trials, self.counts_running)
+            progress.show(tally.finished, best_value(trials, self.study.direction))
+            if tally.finished >= n_trials:
+                return False
+            if self.run.signals():
+                return True
+            if tally.may_start(n_trials):
+                if self._one_trial():
+                    return True
+            else:
+                self._wait(tally)
 
     def _one_trial(self) -> bool:
         """Run one trial; True when a signal interrupted it (it is queued to run again)."""
         self.study.optimize(self._objective, n_trials=1, catch=(TrialEnded,))
         if self.last is None:
             return self.run.signals()
-        number, outcome = self.last
-        self.last = None
+        ended, self.last = self.last, None
+        maximize = self.study.direction == optuna.study.StudyDirection.MAXIMIZE
+        best = best_value(self.seen, self.study.direction)
+        outcome = ended.outcome
+        level, line = trial_line(
+            ended.number, outcome, ended.params, best, maximize, ended.retry_of
+        )
+        logger.log(level, "accmt_search: %s", line)
         if outcome.kind == "interrupted":
-            retry(self.study, number)
+            retry(self.study, ended.number)
             return True
         return False
 
@@ -168,6 +191,9 @@ class Lead:
         plan = self._plan(trial)
         if plan is None:
             trial.set_user_attr(RECORD, {"outcome": "surplus"})
+            logger.info(
+                "accmt_search: trial %d not run: another worker took the last place", trial.number
+            )
             raise TrialEnded(
                 f"trial {trial.number} was asked past n_trials (another worker took the last "
                 "place at the same moment); it did not run"
@@ -175,7 +201,7 @@ class Lead:
         self.run.link.broadcast(("trial", plan))
         outcome = self.run.execute(plan, trial)
         trial.set_user_attr(RECORD, _record(plan, outcome))
-        self.last = (trial.number, outcome)
+        self.last = Ended(trial.number, outcome, dict(trial.params), plan.retry_of)
         if outcome.kind == "complete":
             assert outcome.value is not None
             return outcome.value
@@ -230,12 +256,7 @@ class Lead:
         config.hps.to_yaml(options.output_dir / "best_hps.yaml")
         if options.plots:
             write_plots(self.study, options.output_dir / "plots")
-        logger.info(
-            "accmt_search: best trials of %d finished (of %d):\n%s",
-            finished,
-            options.n_trials,
-            table(self.study),
-        )
+        logger.info("accmt_search: %s", summary(self.study, trials))
         if interrupted:
             logger.warning(
                 "accmt_search: interrupted after %d of %d trials; run optimize again to continue",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import logging
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from ._console import format_value, short_names, short_params
 from ._study import record_of
 
 logger = logging.getLogger("accmt_search")
@@ -38,23 +40,43 @@ def best_trials(study: optuna.Study, count: int) -> list[FrozenTrial]:
     ]
 
 
-def table(study: optuna.Study, count: int = 5) -> str:
-    """The best trials as a text table: number, value, optimizer steps and parameters."""
+def summary(study: optuna.Study, trials: Sequence[FrozenTrial], count: int = 5) -> str:
+    """``best 5 of 20 trials (7 complete, 13 pruned):`` and the table of those best trials."""
+    counts = Counter(_ending(trial) for trial in trials)
+    ends = ", ".join(
+        f"{counts[end]} {end}" for end in ("complete", "pruned", "failed") if counts[end]
+    )
+    best = best_trials(study, count)
+    heading = f"best {len(best)} of {sum(counts.values()) - counts['']} trials ({ends})"
+    return f"{heading}:\n{table(best)}"
+
+
+def _ending(trial: FrozenTrial) -> str:
+    """How ``trial`` finished, as the search counts it ("" for one that does not count)."""
+    if trial.state == TrialState.COMPLETE:
+        return "complete"
+    if trial.state == TrialState.PRUNED:
+        return "pruned"
+    failed = trial.state == TrialState.FAIL and record_of(trial).get("outcome") == "failed"
+    return "failed" if failed else ""
+
+
+def table(trials: Sequence[FrozenTrial]) -> str:
+    """Trials as a text table: number, value (4 significant digits), optimizer steps and
+    parameters (shortened as the line of each trial shortens them)."""
     rows = [["trial", "value", "steps", "parameters"]]
-    for trial in best_trials(study, count):
-        params = ", ".join(f"{name}={_short(value)}" for name, value in trial.params.items())
+    names = short_names({name for trial in trials for name in trial.params})
+    for trial in trials:
+        params = short_params(trial.params, names)
         steps = record_of(trial).get("optimizer_steps", "")
-        rows.append([str(trial.number), f"{trial.value:.6g}", str(steps), params])
+        value = "" if trial.value is None else format_value(trial.value)
+        rows.append([str(trial.number), value, str(steps), params])
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
     lines = [
         "  ".join([*(cell.rjust(width) for cell, width in zip(row, widths, strict=False)), row[3]])
         for row in rows
     ]
     return "\n".join(lines)
-
-
-def _short(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def write_csv(trials: Sequence[FrozenTrial], path: Path) -> None:

@@ -67,6 +67,7 @@ class TrialOutcome:
 
     kind: Kind
     value: float | None = None
+    """The objective: the trial's value when complete, its last reported value when pruned."""
     error: str | None = None
     global_step: int = 0
     resumed_step: int | None = None
@@ -139,6 +140,8 @@ class TrialReporter(Callback):
         self.trial = trial
         self.number = number
         self.pruned_at: int | None = None
+        self.last_value: float | None = None
+        """The objective of the latest evaluation (a pruned trial's value when it stopped)."""
         self.resumed_step: int | None = None
 
     def on_resume(self) -> None:
@@ -149,6 +152,7 @@ class TrialReporter(Callback):
         assert self.state is not None
         step = self.state.evaluations_done
         value = objective_value(self.objective(EvaluationMetrics(self.state.additional_metrics)))
+        self.last_value = value
         prune, error = self.link.broadcast(self._ask_optuna(value, step))
         if error is not None:
             raise StudyError(error)
@@ -214,7 +218,7 @@ def _train(
         seconds=time.perf_counter() - started,
     )
     if reporter.pruned_at is not None:
-        return attrs.evolve(ended, kind="pruned")
+        return attrs.evolve(ended, kind="pruned", value=reporter.last_value)
     if not state.finished:
         return attrs.evolve(ended, kind="interrupted")
     if value is None or not math.isfinite(value):

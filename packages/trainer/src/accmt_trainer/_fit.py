@@ -46,6 +46,8 @@ class Fit:
         self.loop: TrainingLoop | None = None
         self.started = False
         """Whether the run got past its checks and writes into its folders."""
+        self.reported_names: dict[str, list[str]] | None = None
+        """The sanity check's names by validation set (``Trainer.reported_names``)."""
 
     def train(self, datasets: Datasets) -> TrainingState:
         """Prepare the run, resume it if a checkpoint says so, and train it to its end. A run
@@ -102,7 +104,7 @@ class Fit:
                     logger.warning("%s", finished_line(trainer.model_path, state))
                 return state
         if trainer.sanity_check:
-            reported = loop.owners.evaluation.sanity_check()
+            self.reported_names = reported = loop.owners.evaluation.sanity_check()
             rules = loop.owners.best_models.rules
             check_names(reported, rules, list(trainer.callbacks.callbacks))
         self.started = True  # from here on the run writes into its folders
@@ -140,9 +142,18 @@ class Fit:
         return loop.state
 
 
+_NO_DEFAULT = object()
+
+
 class OfLatestFit:
     """A read-only Trainer attribute that is the latest fit's: its accelerator, prepared model,
-    optimizer or scheduler. Reading it before any fit raises AttributeError."""
+    optimizer or scheduler, or the sanity check's reported names. Before any fit it is
+    ``before_fit`` when given, else reading it raises AttributeError."""
+
+    _OF_THE_FIT = ("accelerator", "reported_names")  # the others are the prepared run's
+
+    def __init__(self, before_fit: Any = _NO_DEFAULT) -> None:
+        self.before_fit = before_fit
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -151,7 +162,9 @@ class OfLatestFit:
         if trainer is None:
             return self
         fit = trainer.latest_fit
-        source = fit if self.name == "accelerator" or fit is None else fit.run
+        if fit is None and self.before_fit is not _NO_DEFAULT:
+            return self.before_fit
+        source = fit if self.name in self._OF_THE_FIT or fit is None else fit.run
         if source is None:
             raise AttributeError(f"Trainer.{self.name} exists once fit has prepared the run")
         return getattr(source, self.name)

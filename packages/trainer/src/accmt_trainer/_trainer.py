@@ -185,6 +185,8 @@ class Trainer(ManualSteps):
     model = OfLatestFit()
     optimizer = OfLatestFit()
     scheduler = OfLatestFit()
+    reported_names = OfLatestFit(before_fit=None)
+    """The names each set reported in the latest fit's sanity check (None before it, or off)."""
 
     @property
     def state(self) -> TrainingState:
@@ -231,11 +233,10 @@ class Trainer(ManualSteps):
         output_dir: str | os.PathLike[str] | None = None,
         max_shard_size: int | str = "1GB",
     ) -> Any:
-        """``module.predict_step`` over ``data``: the outputs of every sample once, in dataset
-        order, with their structure (see :meth:`AcceleratorModule.predict_step`), on the CPU of
-        every process. With ``output_dir``, they are written there instead, in safetensors
-        shards of ``max_shard_size`` (see :func:`load_predictions`), and the folder returned.
-        ``weights`` as in :meth:`evaluate`."""
+        """``module.predict_step``'s outputs of every sample once, in dataset order, with their
+        structure, on the CPU of every process; or, with ``output_dir``, written there in
+        safetensors shards of ``max_shard_size`` (:func:`load_predictions`) and the folder
+        returned. ``weights`` as in :meth:`evaluate`."""
         return predict(self, module, data, weights, output_dir, max_shard_size)
 
     def log(self, values: Mapping[str, float], step: int | None = None) -> None:

@@ -255,9 +255,8 @@ class Trainer(ManualSteps):
     log_artifacts = log_artifact
 
     def request_stop(self, reason: str) -> None:
-        """Ask the run to end after the current optimizer step, checkpointed and unfinished
-        (``fit`` again continues it), through the callbacks' one stop request, which patience,
-        signals and a search's pruning also use; the first reason is ``callbacks.stop_reason``."""
+        """End the run after this optimizer step, checkpointed and unfinished, through the
+        callbacks' one stop request (patience, signals, pruning use it too)."""
         self.callbacks.request_stop(reason)
 
     @property

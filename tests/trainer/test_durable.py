@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,8 @@ import pytest
 import torch
 from accelerate.state import AcceleratorState
 
-import accmt_trainer._checkpoint_commit as commit
 from accmt_callbacks import Callback
-from accmt_trainer import CheckpointError, Trainer
+from accmt_trainer import Trainer
 from accmt_trainer._folders import recover_folder, replace_folder
 from accmt_trainer._manifest import verify
 
@@ -46,14 +44,11 @@ class Recorder:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.events: list[Event] = []
-        self.synced_by_training_thread: list[Path] = []
         fsync, rename, rmtree = os.fsync, os.rename, shutil.rmtree
 
         def synced(descriptor: int) -> None:
             path = Path(os.readlink(f"/proc/self/fd/{descriptor}"))
             self.events.append(("sync", path, frozenset()))
-            if threading.current_thread() is threading.main_thread():
-                self.synced_by_training_thread.append(path)
             fsync(descriptor)
 
         def renamed(source: Any, target: Any, *args: Any, **kwargs: Any) -> None:
@@ -123,27 +118,6 @@ def test_a_checkpoint_is_durable_before_the_one_it_replaces_is_removed(
         pointer = recorder.index("sync", ".latest.json.", renaming)
         after = recorder.index("sync", root, pointer)
         assert after < removal
-    # All of it in the background writer, sync checkpoints too: the loop waits for none of it.
-    assert not [p for p in recorder.synced_by_training_thread if p.is_relative_to(root)]
-
-
-def test_an_error_of_a_checkpoint_s_commit_is_raised_by_fit_and_the_earlier_one_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sync_tree, commits = commit.sync_tree, []
-
-    def full_disk(folder: Path) -> None:
-        commits.append(folder)
-        if len(commits) == 2:
-            raise OSError(28, "No space left on device")
-        sync_tree(folder)
-
-    monkeypatch.setattr(commit, "sync_tree", full_disk)
-    with pytest.raises(CheckpointError, match=r"checkpoint_000002: \[Errno 28\] No space"):
-        fit(make(tmp_path, hps=hps(epochs=1), checkpoint_every="1 step"))
-    root = tmp_path / "checkpoints"
-    assert [p.name for p in root.iterdir() if p.is_dir()] == ["checkpoint_000001"]
-    assert verify(root / "checkpoint_000001")["index"] == 1
 
 
 def test_a_best_model_folder_is_durable_before_the_old_one_is_removed(

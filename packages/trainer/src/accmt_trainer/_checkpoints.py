@@ -15,9 +15,9 @@ Layout under ``<model_path>/checkpoints``::
     .tmp-checkpoint_000005/        a checkpoint being written; never read, removed on the next
                                    save
 
-Every process writes into the temporary folder; once all have finished, the main process's
-background writer writes the manifest, syncs the folder, renames it into place, moves the
-pointer and only then removes checkpoints past ``max_checkpoints`` (``_checkpoint_commit``).
+Every process writes into the temporary folder; once all have finished, the main process
+writes the manifest, syncs the folder, renames it into place, moves the pointer and only then
+removes checkpoints past ``max_checkpoints`` (``_checkpoint_commit``).
 Nothing in a checkpoint is unpickled with code execution: tensors are safetensors or torch
 archives read with ``weights_only=True``, the rest is JSON.
 """
@@ -136,9 +136,7 @@ class Checkpoints:
     ) -> None:
         """Write checkpoint ``index`` from every process. In the background, the call returns
         once everything is copied to CPU memory (``snapshot_of``: models, optimizer and
-        scheduler); otherwise once every process's files are written. Either way the
-        checkpoint is committed (digests, sync, rename, pointer, retention) in the background
-        writer, which the next checkpoint and the end of ``fit`` wait for."""
+        scheduler); otherwise once the checkpoint is in place."""
         self.writer.wait()
         accelerator = self.accelerator
         final = self.root / f"checkpoint_{index:06d}"
@@ -158,18 +156,12 @@ class Checkpoints:
         guarded(temporary, lambda: parts.write(temporary, accelerator))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            keep = self.max_checkpoints
-            self.writer.start(lambda: commit(temporary, final, facts, keep))
+            commit(temporary, final, facts, self.max_checkpoints)
+        accelerator.wait_for_everyone()
 
     def wait(self) -> None:
         """Until the background write in flight (if any) is done; re-raises its error."""
         self.writer.wait()
-
-    def settle(self) -> None:
-        """:meth:`wait` on every process, then a barrier: the last checkpoint is in place for
-        all of them. Called by the loop at the end of a run, before ``on_fit_end``."""
-        self.writer.wait()
-        self.accelerator.wait_for_everyone()
 
     def _write_later(
         self,

@@ -117,7 +117,6 @@ class TrainingLoop:
             self._evaluate()
         self.state.finished = self.reached_end()
         self.checkpoint()
-        self.owners.checkpoints.settle()  # on_fit_end finds the last checkpoint in place
         self.callbacks.call("on_fit_end")
 
     def _resume(self, folder: Path) -> Iterator[Any] | None:

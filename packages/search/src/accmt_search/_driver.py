@@ -25,7 +25,7 @@ from optuna.trial import FrozenTrial, TrialState
 from accmt_trainer import HyperParameters, HyperParametersError
 
 from ._console import trial_line, without_optuna_trial_lines
-from ._errors import StudyError
+from ._errors import SearchConfigError, StudyError
 from ._processes import ProcessLink
 from ._progress import TrialProgress
 from ._report import summary, write_csv, write_plots
@@ -115,6 +115,8 @@ class Lead:
         self.study = study
         self.counts_running = heartbeats(storage)
         self.last: Ended | None = None
+        self.objective_name: str | None = None
+        """What the objective is called, once a trial has read it (for the plots)."""
         self.seen: Sequence[FrozenTrial] = ()
         """The study's trials as the loop last read them, before asking for a trial."""
 
@@ -161,9 +163,16 @@ class Lead:
         if self.last is None:
             return self.run.signals()
         ended, self.last = self.last, None
+        outcome = ended.outcome
+        if outcome.kind == "invalid":
+            raise SearchConfigError(
+                f"optimize(best_metric_fn=...): {outcome.error}. The search stopped at trial "
+                f"{ended.number}, which does not count toward n_trials: correct best_metric_fn "
+                "and run optimize again"
+            )
+        self.objective_name = outcome.objective_name or self.objective_name
         maximize = self.study.direction == optuna.study.StudyDirection.MAXIMIZE
         best = best_value(self.seen, self.study.direction)
-        outcome = ended.outcome
         level, line = trial_line(
             ended.number, outcome, ended.params, best, maximize, ended.retry_of
         )

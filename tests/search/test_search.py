@@ -326,3 +326,20 @@ def test_the_best_trial_is_read_from_the_study_when_the_space_changed(
     assert again.trial_number == first.trial_number == 0
     assert again.module_kwargs == first.module_kwargs
     assert again.hps == first.hps
+
+
+def test_an_output_dir_that_cannot_be_written_is_named_before_any_trial(
+    data: Data, tmp_path: Path
+) -> None:
+    (tmp_path / "a_file").write_text("not a folder")
+    folder = tmp_path / "a_file" / "search"
+    build = Builds()
+    found = search(data, folder, build)
+    match = (
+        rf"HyperParameterSearch\(output_dir='{folder}'\): the folder cannot be written: "
+        r"\[Errno 20\] Not a directory: .*; pass an output_dir"
+    )
+    with pytest.raises(SearchConfigError, match=match) as caught:
+        found.optimize(n_trials=2, plots=False)
+    assert isinstance(caught.value.__cause__, OSError)
+    assert build.calls == []  # no trial built a module

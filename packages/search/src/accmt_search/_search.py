@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -195,6 +196,7 @@ class HyperParameterSearch:
             raise SearchConfigError(
                 f"optimize(n_trials=...): expected an int >= 1, got {n_trials!r}"
             )
+        writable(self.output_dir)
         setup = TrialSetup(
             self.get_module_fn,
             self.train_dataset,
@@ -229,6 +231,20 @@ def _direction(direction: str) -> Literal["minimize", "maximize"]:
             f"optimize(direction=...): expected 'minimize' or 'maximize', got {direction!r}"
         )
     return "maximize" if lowered == "maximize" else "minimize"
+
+
+def writable(folder: Path) -> None:
+    """``output_dir`` can be made and written to by this process, before any trial (each writes
+    its folder there), as the Trainer checks its own before a fit."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".accmt-search-write-test-"):
+            pass
+    except OSError as error:
+        raise SearchConfigError(
+            f"HyperParameterSearch(output_dir={str(folder)!r}): the folder cannot be written: "
+            f"{error}; pass an output_dir that this process can write to"
+        ) from error
 
 
 def validation_sets(val_dataset: Any) -> Dataset[Any] | Mapping[str, Dataset[Any]]:

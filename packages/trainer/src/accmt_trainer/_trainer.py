@@ -191,13 +191,6 @@ class Trainer(ManualSteps):
         """The latest fit's TrainingState (a fresh one before any fit)."""
         return TrainingState() if self.latest_fit is None else self.latest_fit.state
 
-    @property
-    def reported_names(self) -> dict[str, list[str]] | None:
-        """What each validation set reported in the latest fit's sanity check (set -> sorted
-        names, the loss as ``"loss"``): a callback's ``on_fit_start`` can check the names it
-        will read against them. None before the check, or with ``sanity_check=False``."""
-        return None if self.latest_fit is None else self.latest_fit.reported_names
-
     def fit(
         self,
         module: AcceleratorModule,

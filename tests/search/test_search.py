@@ -123,6 +123,8 @@ def test_each_trial_trains_in_its_folder_and_the_best_is_written(
     assert {"params_optimizer_kwargs.lr", "params_module.hidden", "optimizer_steps"} <= set(rows[0])
     for plot in ("optimization_history", "param_importances", "parallel_coordinate"):
         assert (tmp_path / "plots" / f"{plot}.png").stat().st_size > 1000
+    # What the plots' axes say, kept in the study for a later run's plots.
+    assert found.study.user_attrs["accmt_search_objective"] == "validation accuracy"
     (table,) = [r.getMessage() for r in caplog.records if "best 3 of" in r.getMessage()]
     assert "best 3 of 3 trials (3 complete):" in table
     assert table.splitlines()[2].split()[0] == str(best.number)

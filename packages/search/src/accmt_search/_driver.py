@@ -26,9 +26,10 @@ from accmt_trainer import HyperParameters, HyperParametersError
 
 from ._console import trial_line, without_optuna_trial_lines
 from ._errors import SearchConfigError, StudyError
+from ._plots import write_plots
 from ._processes import ProcessLink
 from ._progress import TrialProgress
-from ._report import summary, write_csv, write_plots
+from ._report import summary, write_csv
 from ._resolve import TrialConfig, resolve
 from ._result import SearchResult
 from ._signals import StopRequest
@@ -40,6 +41,7 @@ from ._study import (
     fail_stale_trials,
     heartbeats,
     is_surplus,
+    objective_name,
     record_of,
     retried_trial,
     retry,
@@ -264,7 +266,8 @@ class Lead:
         config = self._config_of(best)
         config.hps.to_yaml(options.output_dir / "best_hps.yaml")
         if options.plots:
-            write_plots(self.study, options.output_dir / "plots")
+            objective = objective_name(self.study, self.objective_name)
+            write_plots(self.study, options.output_dir / "plots", objective)
         logger.info("accmt_search: %s", summary(self.study, trials))
         if interrupted:
             logger.warning(

@@ -2,8 +2,8 @@
 trial (pruned ones at the value they were stopped at) beside each trial's evaluations, the
 parameters' importances, and every trial's parameters on parallel axes.
 
-The y axes say what the objective is ("validation accuracy", from what ``best_metric_fn`` reads;
-see ``_objective``). Figures are made without pyplot, so nothing global is touched.
+The y axes say what the objective is ("validation accuracy", from the value ``best_metric_fn``
+returns; see ``_objective``). Figures are made without pyplot, so nothing global is touched.
 """
 
 from __future__ import annotations

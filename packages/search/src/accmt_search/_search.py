@@ -182,7 +182,14 @@ class HyperParameterSearch:
           worker waits for trials running elsewhere, and one that dies is not retried).
         - ``keep_checkpoints``: keep each ended trial's checkpoints (by default only a trial cut
           off before its end keeps them, to resume).
-        - ``plots``, ``progress_bar``: PNG plots in ``output_dir/plots``; a bar over trials.
+        - ``plots``, ``progress_bar``: PNG plots in ``output_dir/plots``; a bar over trials
+          (on a terminal), above which log lines are written while it is shown.
+
+        It logs one line per trial (INFO on the ``accmt_search`` logger, in place of optuna's)
+        and a table of the best trials at the end. Before the first trial it checks that
+        ``output_dir`` can be written, and ``best_metric_fn`` against the names the first
+        trial's sanity check reports: a name that nothing reports stops the search
+        (:class:`SearchConfigError`) without counting that trial.
 
         On N processes (``accelerate launch``, ``torchrun``) every process calls ``optimize``;
         the main process alone talks to the study and every process trains the same trial. A

@@ -47,10 +47,11 @@ class DigitClassifier(AcceleratorModule):
 
 @on_main_process
 def report(result: Any) -> None:
+    # The search has logged the table of the best trials; what to do with the best.
     print(f"best validation accuracy: {result.value:.4f} (trial {result.trial_number})")
-    print(f"parameters: {result.params}")
-    print(f"train it again: Trainer({result.output_dir / 'best_hps.yaml'}, ...), "
-          f"DigitClassifier(**{result.module_kwargs})")  # fmt: skip
+    module = ", ".join(f"{name}={value:.3g}" for name, value in result.module_kwargs.items())
+    hps = result.output_dir / "best_hps.yaml"
+    print(f"train it again: Trainer('{hps}', ...) on DigitClassifier({module})")
 
 
 def main() -> None:
@@ -68,19 +69,26 @@ def main() -> None:
         DigitClassifier, train, valid, metrics=[Accuracy()], output_dir=args.output, seed=0
     )
     # The same space could come from a YAML file's search: section, or a space(trial) function.
-    search.set_space({
-        "epochs": args.epochs,
-        "optimizer": "AdamW",
-        "optimizer_kwargs.lr": {"type": "float", "low": 1e-4, "high": 3e-2, "log": True},
-        "optimizer_kwargs.weight_decay": {"type": "float", "low": 0.0, "high": 0.05},
-        # (train, evaluation) batch sizes, stored in the study by their labels.
-        "batch_size": {"type": "categorical",
-                       "choices": {"32": [32, 256], "64": [64, 256], "128": [128, 256]}},
-        "scheduler": {"type": "categorical", "choices": ["LinearWithWarmup", "CosineWithWarmup"]},
-        "scheduler_kwargs.warmup_ratio": 0.1,
-        "module.hidden": {"type": "int", "low": 32, "high": 256, "step": 32},
-        "module.dropout": {"type": "float", "low": 0.0, "high": 0.5},
-    })  # fmt: skip
+    search.set_space(
+        {
+            "epochs": args.epochs,
+            "optimizer": "AdamW",
+            "optimizer_kwargs.lr": {"type": "float", "low": 1e-4, "high": 3e-2, "log": True},
+            "optimizer_kwargs.weight_decay": {"type": "float", "low": 0.0, "high": 0.05},
+            # (train, evaluation) batch sizes, stored in the study by their labels.
+            "batch_size": {
+                "type": "categorical",
+                "choices": {"32": [32, 256], "64": [64, 256], "128": [128, 256]},
+            },
+            "scheduler": {
+                "type": "categorical",
+                "choices": ["LinearWithWarmup", "CosineWithWarmup"],
+            },
+            "scheduler_kwargs.warmup_ratio": 0.1,
+            "module.hidden": {"type": "int", "low": 32, "high": 256, "step": 32},
+            "module.dropout": {"type": "float", "low": 0.0, "high": 0.5},
+        }
+    )
     result = search.optimize(
         lambda metrics: metrics["validation"]["accuracy"], "maximize", n_trials=args.trials
     )

@@ -109,3 +109,18 @@ def test_evaluation_metrics_read_1x_names() -> None:
         metrics["1"]
     with pytest.raises(KeyError):
         metrics["0"]["valid_accuracy"]
+
+
+def test_a_1x_objective_is_checked_and_named_as_a_2x_one() -> None:
+    from accmt._one_x._search import _one_x_objective
+    from accmt_search import MetricNameError
+    from accmt_search._objective import check_objective
+
+    reported = {"validation": ["accuracy", "loss"]}
+    accuracy = _one_x_objective(lambda metrics: metrics["0"]["accuracy"])
+    assert check_objective(accuracy, reported) == "validation accuracy"
+    assert check_objective(_one_x_objective(lambda m: m["0"]["valid_loss"]), reported) == (
+        "validation loss"
+    )
+    with pytest.raises(MetricNameError, match=r"metrics\['validation'\]\['acc'\].*'accuracy'"):
+        check_objective(_one_x_objective(lambda metrics: metrics["0"]["acc"]), reported)

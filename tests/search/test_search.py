@@ -123,6 +123,8 @@ def test_each_trial_trains_in_its_folder_and_the_best_is_written(
     assert {"params_optimizer_kwargs.lr", "params_module.hidden", "optimizer_steps"} <= set(rows[0])
     for plot in ("optimization_history", "param_importances", "parallel_coordinate"):
         assert (tmp_path / "plots" / f"{plot}.png").stat().st_size > 1000
+    # What the plots' axes say, kept in the study for a later run's plots.
+    assert found.study.user_attrs["accmt_search_objective"] == "validation accuracy"
     (table,) = [r.getMessage() for r in caplog.records if "best 3 of" in r.getMessage()]
     assert "best 3 of 3 trials (3 complete):" in table
     assert table.splitlines()[2].split()[0] == str(best.number)
@@ -326,3 +328,20 @@ def test_the_best_trial_is_read_from_the_study_when_the_space_changed(
     assert again.trial_number == first.trial_number == 0
     assert again.module_kwargs == first.module_kwargs
     assert again.hps == first.hps
+
+
+def test_an_output_dir_that_cannot_be_written_is_named_before_any_trial(
+    data: Data, tmp_path: Path
+) -> None:
+    (tmp_path / "a_file").write_text("not a folder")
+    folder = tmp_path / "a_file" / "search"
+    build = Builds()
+    found = search(data, folder, build)
+    match = (
+        rf"HyperParameterSearch\(output_dir='{folder}'\): the folder cannot be written: "
+        r"\[Errno 20\] Not a directory: .*; pass an output_dir"
+    )
+    with pytest.raises(SearchConfigError, match=match) as caught:
+        found.optimize(n_trials=2, plots=False)
+    assert isinstance(caught.value.__cause__, OSError)
+    assert build.calls == []  # no trial built a module

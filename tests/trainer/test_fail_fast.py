@@ -174,7 +174,7 @@ class ReadsNames(Callback):
         self.seen: list[Any] = []
 
     def on_fit_start(self) -> None:
-        self.seen.append(self.trainer.reported_names)
+        self.seen.append(self.trainer.latest_fit.reported_names)
 
 
 @pytest.mark.parametrize("sanity_check", [True, False])
@@ -183,7 +183,7 @@ def test_callbacks_read_the_names_the_sanity_check_reported(
 ) -> None:
     reads = ReadsNames()
     trainer, _ = make(tmp_path / "run", callbacks=[reads], sanity_check=sanity_check)
-    assert trainer.reported_names is None
+    assert trainer.latest_fit is None
     trainer.fit(Classifier(), blobs(32), {"clean": blobs(16, seed=1), "noisy": blobs(8, seed=2)})
     names = {"clean": ["accuracy", "loss"], "noisy": ["accuracy", "loss"]}
     assert reads.seen == [names if sanity_check else None]

@@ -7,13 +7,14 @@ stop request, on N processes per trial.
 """
 
 from ._errors import SearchConfigError, SearchError, SearchSpaceError, StudyError
-from ._metrics import EvaluationMetrics, SetMetrics
+from ._metrics import EvaluationMetrics, MetricNameError, SetMetrics
 from ._result import SearchResult
 from ._search import HyperParameterSearch
 
 __all__ = [
     "EvaluationMetrics",
     "HyperParameterSearch",
+    "MetricNameError",
     "SearchConfigError",
     "SearchError",
     "SearchResult",

@@ -25,10 +25,11 @@ from optuna.trial import FrozenTrial, TrialState
 from accmt_trainer import HyperParameters, HyperParametersError
 
 from ._console import trial_line, without_optuna_trial_lines
-from ._errors import StudyError
+from ._errors import SearchConfigError, StudyError
+from ._plots import write_plots
 from ._processes import ProcessLink
 from ._progress import TrialProgress
-from ._report import summary, write_csv, write_plots
+from ._report import summary, write_csv
 from ._resolve import TrialConfig, resolve
 from ._result import SearchResult
 from ._signals import StopRequest
@@ -40,6 +41,7 @@ from ._study import (
     fail_stale_trials,
     heartbeats,
     is_surplus,
+    objective_name,
     record_of,
     retried_trial,
     retry,
@@ -115,6 +117,8 @@ class Lead:
         self.study = study
         self.counts_running = heartbeats(storage)
         self.last: Ended | None = None
+        self.objective_name: str | None = None
+        """What the objective is called, once a trial has read it (for the plots)."""
         self.seen: Sequence[FrozenTrial] = ()
         """The study's trials as the loop last read them, before asking for a trial."""
 
@@ -161,9 +165,16 @@ class Lead:
         if self.last is None:
             return self.run.signals()
         ended, self.last = self.last, None
+        outcome = ended.outcome
+        if outcome.kind == "invalid":
+            raise SearchConfigError(
+                f"optimize(best_metric_fn=...): {outcome.error}. The search stopped at trial "
+                f"{ended.number}, which does not count toward n_trials: correct best_metric_fn "
+                "and run optimize again"
+            )
+        self.objective_name = outcome.objective_name or self.objective_name
         maximize = self.study.direction == optuna.study.StudyDirection.MAXIMIZE
         best = best_value(self.seen, self.study.direction)
-        outcome = ended.outcome
         level, line = trial_line(
             ended.number, outcome, ended.params, best, maximize, ended.retry_of
         )
@@ -255,7 +266,8 @@ class Lead:
         config = self._config_of(best)
         config.hps.to_yaml(options.output_dir / "best_hps.yaml")
         if options.plots:
-            write_plots(self.study, options.output_dir / "plots")
+            objective = objective_name(self.study, self.objective_name)
+            write_plots(self.study, options.output_dir / "plots", objective)
         logger.info("accmt_search: %s", summary(self.study, trials))
         if interrupted:
             logger.warning(

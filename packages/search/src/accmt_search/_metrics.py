@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+
+class MetricNameError(KeyError):
+    """``best_metric_fn`` read a validation set or a name that the evaluation does not report.
+
+    Every trial would fail alike, so the search stops at the first (which does not count toward
+    ``n_trials``). The message names the set and the key, with the closest names reported.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class SetMetrics(dict[str, float]):
     """One validation set's results: ``{"loss": 0.21, "accuracy": 0.95, ...}``."""
+
+    def __init__(self, values: Mapping[str, float], key: str = "validation") -> None:
+        super().__init__(values)
+        self.key = key
+        """The set's name."""
+
+    def __missing__(self, name: str) -> float:
+        raise MetricNameError(
+            f"the objective reads metrics[{self.key!r}][{name!r}], but validation set "
+            f"{self.key!r} reports only {sorted(self)}{_closest(name, self)}; validation_step "
+            "returns the loss as 'loss' and each metric under its name"
+        )
 
 
 class EvaluationMetrics(dict[str, SetMetrics]):
@@ -16,11 +40,29 @@ class EvaluationMetrics(dict[str, SetMetrics]):
 
     The sets are named as the Trainer names them: ``"validation"`` for a single dataset, the
     keys of a dict of datasets. Each set holds ``"loss"`` (the mean validation loss) and one
-    value per metric.
+    value per metric. Reading a set or a name that is not there raises
+    :class:`MetricNameError` (a ``KeyError``) naming the closest.
     """
 
     def __init__(self, results: Mapping[str, Mapping[str, float]]) -> None:
-        super().__init__({key: SetMetrics(values) for key, values in results.items()})
+        super().__init__({key: SetMetrics(values, key) for key, values in results.items()})
+
+    def __missing__(self, key: str) -> SetMetrics:
+        raise MetricNameError(
+            f"the objective reads metrics[{key!r}], but the validation sets are "
+            f"{sorted(self)}{_closest(key, self)}"
+        )
+
+
+def _closest(name: object, names: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``names``, else ``""``: those the name begins
+    (``acc`` for ``accuracy``), then difflib's closest, compared without case."""
+    by_lower = {candidate.lower(): candidate for candidate in names}
+    lower = str(name).lower()
+    begun = [known for known in by_lower if lower and known.startswith(lower)]
+    close = [*begun, *difflib.get_close_matches(lower, list(by_lower), n=2)]
+    found = [repr(by_lower[known]) for known in dict.fromkeys(close)][:2]
+    return f" (did you mean {' or '.join(found)}?)" if found else ""
 
 
 def validation_loss(metrics: EvaluationMetrics) -> float:
@@ -28,7 +70,7 @@ def validation_loss(metrics: EvaluationMetrics) -> float:
     ``best_valid_loss`` counts it)."""
     losses = [values["loss"] for values in metrics.values() if "loss" in values]
     if not losses:
-        raise KeyError(
+        raise MetricNameError(
             "the evaluation has no validation loss: validation_step must return the loss (a "
             "tensor, or a dict with 'loss'), or pass best_metric_fn"
         )

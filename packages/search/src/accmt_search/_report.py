@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import logging
-import warnings
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,32 +102,3 @@ def write_csv(trials: Sequence[FrozenTrial], path: Path) -> None:
 
 def _cell(value: Any) -> Any:
     return "" if value is None else value
-
-
-PLOTS = ("optimization_history", "param_importances", "parallel_coordinate")
-
-
-def write_plots(study: optuna.Study, folder: Path) -> list[Path]:
-    """The optimization history, parameter importances and parallel coordinates as PNGs, through
-    optuna's matplotlib visualisation. A plot the study cannot make yet (too few completed
-    trials, nothing varied) is skipped with a warning: it is not worth failing a search for."""
-    import matplotlib.pyplot as plt
-    from optuna.visualization import matplotlib as visualization
-
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in PLOTS:
-        draw = getattr(visualization, f"plot_{name}")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                axes = draw(study)
-        except (ValueError, RuntimeError, ZeroDivisionError) as error:
-            logger.warning("accmt_search: no %s plot: %s", name, error)
-            continue
-        figure = getattr(axes, "figure", None) or axes.flat[0].figure
-        path = folder / f"{name}.png"
-        figure.savefig(path, dpi=100, bbox_inches="tight")
-        plt.close(figure)
-        written.append(path)
-    return written

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -181,7 +182,14 @@ class HyperParameterSearch:
           worker waits for trials running elsewhere, and one that dies is not retried).
         - ``keep_checkpoints``: keep each ended trial's checkpoints (by default only a trial cut
           off before its end keeps them, to resume).
-        - ``plots``, ``progress_bar``: PNG plots in ``output_dir/plots``; a bar over trials.
+        - ``plots``, ``progress_bar``: PNG plots in ``output_dir/plots``; a bar over trials
+          (on a terminal), above which log lines are written while it is shown.
+
+        It logs one line per trial (INFO on the ``accmt_search`` logger, in place of optuna's)
+        and a table of the best trials at the end. Before the first trial it checks that
+        ``output_dir`` can be written, and ``best_metric_fn`` against the names the first
+        trial's sanity check reports: a name that nothing reports stops the search
+        (:class:`SearchConfigError`) without counting that trial.
 
         On N processes (``accelerate launch``, ``torchrun``) every process calls ``optimize``;
         the main process alone talks to the study and every process trains the same trial. A
@@ -195,6 +203,7 @@ class HyperParameterSearch:
             raise SearchConfigError(
                 f"optimize(n_trials=...): expected an int >= 1, got {n_trials!r}"
             )
+        writable(self.output_dir)
         setup = TrialSetup(
             self.get_module_fn,
             self.train_dataset,
@@ -229,6 +238,20 @@ def _direction(direction: str) -> Literal["minimize", "maximize"]:
             f"optimize(direction=...): expected 'minimize' or 'maximize', got {direction!r}"
         )
     return "maximize" if lowered == "maximize" else "minimize"
+
+
+def writable(folder: Path) -> None:
+    """``output_dir`` can be made and written to by this process, before any trial (each writes
+    its folder there), as the Trainer checks its own before a fit."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".accmt-search-write-test-"):
+            pass
+    except OSError as error:
+        raise SearchConfigError(
+            f"HyperParameterSearch(output_dir={str(folder)!r}): the folder cannot be written: "
+            f"{error}; pass an output_dir that this process can write to"
+        ) from error
 
 
 def validation_sets(val_dataset: Any) -> Dataset[Any] | Mapping[str, Dataset[Any]]:

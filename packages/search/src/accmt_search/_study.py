@@ -33,6 +33,9 @@ _SCHEMA_ATTEMPTS = 5
 # "retry_of", "optimizer_steps", "global_step", "resumed_from_step", "seconds", "error",
 # "hps" and "module_kwargs".
 RECORD = "accmt_search"
+# The study's user attribute naming the objective ("validation accuracy"), for the plots of a
+# later run that trains no trial.
+OBJECTIVE = "accmt_search_objective"
 
 
 def record_of(trial: FrozenTrial) -> dict[str, Any]:
@@ -256,3 +259,13 @@ def best_value(
 def retry(study: optuna.Study, number: int) -> None:
     """Queue trial ``number`` (interrupted by a signal) to run again with its parameters."""
     RETRY(study, frozen(study.get_trials(deepcopy=False), number))
+
+
+def objective_name(study: optuna.Study, learned: str | None) -> str:
+    """What the objective is called: ``learned`` by this run's trials (then kept in the study),
+    else what an earlier run kept, else "objective"."""
+    stored = study.user_attrs.get(OBJECTIVE)
+    if learned is not None and learned != stored:
+        study.set_user_attr(OBJECTIVE, learned)
+        return learned
+    return stored if isinstance(stored, str) else "objective"

@@ -21,7 +21,8 @@ from accmt_callbacks import Callback
 from accmt_trainer import Trainer
 
 from ._errors import StudyError
-from ._metrics import EvaluationMetrics, objective_value
+from ._metrics import EvaluationMetrics, MetricNameError, objective_value
+from ._objective import Objective, check_objective, read_objective
 from ._processes import ProcessLink
 from ._resolve import TrialConfig
 
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("accmt_search")
 
-Objective = Callable[[EvaluationMetrics], Any]
-Kind = Literal["complete", "pruned", "failed", "interrupted"]
+# "invalid": the objective read a name the evaluation does not report; the search stops.
+Kind = Literal["complete", "pruned", "failed", "interrupted", "invalid"]
 
 # What a trial's Trainer gets unless the search's trainer_kwargs say otherwise: no best models,
 # one checkpoint to resume a cut-off trial from, no bar per trial (the search shows one over
@@ -72,6 +73,8 @@ class TrialOutcome:
     global_step: int = 0
     resumed_step: int | None = None
     seconds: float = 0.0
+    objective_name: str | None = None
+    """What the objective is called ("validation accuracy"), once a trial has read it."""
 
     @property
     def optimizer_steps(self) -> int:
@@ -90,6 +93,8 @@ class TrialSetup:
     metrics: Sequence[Metric] | Mapping[str, Sequence[Metric]] | None
     trainer_kwargs: dict[str, Any]
     objective: Objective
+    objective_name: str | None = None
+    """What the objective is called, known from the first trial that checked it."""
 
     def trainer(self, plan: TrialPlan, reporter: TrialReporter) -> Trainer:
         """The trial's Trainer: each trial gets fresh copies of the user's callbacks, so that
@@ -133,9 +138,9 @@ class TrialReporter(Callback):
     """
 
     def __init__(
-        self, objective: Objective, link: ProcessLink, trial: optuna.Trial | None, number: int
+        self, setup: TrialSetup, link: ProcessLink, trial: optuna.Trial | None, number: int
     ) -> None:
-        self.objective = objective
+        self.setup = setup
         self.link = link
         self.trial = trial
         self.number = number
@@ -144,6 +149,13 @@ class TrialReporter(Callback):
         """The objective of the latest evaluation (a pruned trial's value when it stopped)."""
         self.resumed_step: int | None = None
 
+    def on_fit_start(self) -> None:
+        """Check the objective on the names the sanity check reported, before any training: a
+        name it reads and nothing reports stops the search now (MetricNameError)."""
+        reported = getattr(getattr(self.trainer, "latest_fit", None), "reported_names", None)
+        if self.setup.objective_name is None and reported:
+            self.setup.objective_name = check_objective(self.setup.objective, reported)
+
     def on_resume(self) -> None:
         assert self.state is not None
         self.resumed_step = self.state.global_step
@@ -151,7 +163,11 @@ class TrialReporter(Callback):
     def on_evaluation_end(self) -> None:
         assert self.state is not None
         step = self.state.evaluations_done
-        value = objective_value(self.objective(EvaluationMetrics(self.state.additional_metrics)))
+        results = self.state.additional_metrics
+        if self.setup.objective_name is None:  # no sanity check: the first evaluation checks
+            value, self.setup.objective_name = read_objective(self.setup.objective, results)
+        else:
+            value = objective_value(self.setup.objective(EvaluationMetrics(results)))
         self.last_value = value
         prune, error = self.link.broadcast(self._ask_optuna(value, step))
         if error is not None:
@@ -178,7 +194,7 @@ def run_trial(
     stopping: Callable[[], bool],
 ) -> TrialOutcome:
     """Train ``plan`` on this process and return how every process agrees it ended."""
-    reporter = TrialReporter(setup.objective, link, trial, plan.number)
+    reporter = TrialReporter(setup, link, trial, plan.number)
     mine = _train(plan, setup, reporter, stopping)
     if torch.cuda.is_available():
         # The trial's module and Trainer refer to each other: only a full collection frees the
@@ -208,6 +224,8 @@ def _train(
             if not state.additional_metrics:
                 raise StudyError(f"trial {plan.number} trained without any evaluation")
             value = objective_value(setup.objective(EvaluationMetrics(state.additional_metrics)))
+    except MetricNameError as error:  # every trial would fail alike: the search's failure
+        return TrialOutcome("invalid", error=str(error))
     except Exception as error:  # one configuration's failure is the trial's, not the search's
         return TrialOutcome("failed", error=f"{type(error).__name__}: {error}")
     ended = TrialOutcome(
@@ -216,6 +234,7 @@ def _train(
         global_step=state.global_step,
         resumed_step=reporter.resumed_step,
         seconds=time.perf_counter() - started,
+        objective_name=setup.objective_name,
     )
     if reporter.pruned_at is not None:
         return attrs.evolve(ended, kind="pruned", value=reporter.last_value)
@@ -230,6 +249,9 @@ def _train(
 def agree(outcomes: Sequence[TrialOutcome]) -> TrialOutcome:
     """One outcome for all processes: a failure on any process fails the trial, a signal on any
     interrupts it; otherwise the main process's (pruning was already decided for all)."""
+    for outcome in outcomes:
+        if outcome.kind == "invalid":
+            return outcome
     for index, outcome in enumerate(outcomes):
         if outcome.kind == "failed":
             where = f" (on process {index})" if index else ""

@@ -47,7 +47,9 @@ class Fit:
         self.started = False
         """Whether the run got past its checks and writes into its folders."""
         self.reported_names: dict[str, list[str]] | None = None
-        """The sanity check's names by validation set (``Trainer.reported_names``)."""
+        """What each validation set reported in the sanity check (set -> sorted names, the loss
+        as ``"loss"``), for a callback's ``on_fit_start`` to check the names it will read
+        (``self.trainer.latest_fit.reported_names``). None before the check, or without it."""
 
     def train(self, datasets: Datasets) -> TrainingState:
         """Prepare the run, resume it if a checkpoint says so, and train it to its end. A run

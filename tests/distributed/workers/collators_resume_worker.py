@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 # The worker next to this one; run as a script, this folder is on the path.
-from resume_worker import KillAtStep
+from resume_worker import Events, KillAtStep
 
 from accmt_collators import DataCollatorForLanguageModeling
 from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
@@ -97,7 +97,7 @@ def main() -> None:
         hps, args.out / "run", checkpoint_every="5 steps", seed=11, log_with=None,
         progress_bar=False, cpu=True, dataloader_num_workers=args.workers,
         collate_fn=DataCollatorForLanguageModeling(TinyTokenizer(), mlm_probability=0.3),
-        callbacks=[KillAtStep(args.kill_at_step)] if args.kill_at_step else [],
+        callbacks=[KillAtStep(args.kill_at_step, Events(args.out, 0))] if args.kill_at_step else [],
     )  # fmt: skip
     rank = int(os.environ.get("RANK", "0"))
     trainer.fit(MaskedLM(args.out / f"masks_rank{rank}.jsonl"), sentences(96), None)

@@ -147,6 +147,9 @@ def test_the_progress_bar_shows_the_latest_evaluation(monkeypatch: pytest.Monkey
 
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
+    # A terminal wide enough for the whole postfix: tqdm 4.66 fits a bar to COLUMNS (80 when
+    # unset), where newer releases leave a width they cannot read unbounded.
+    monkeypatch.setenv("COLUMNS", "200")
     bar = ProgressBar(enabled=True, is_main_process=True)
     bar.start_epoch(0, 2, total=4, done=0)
     bar.show({"loss": 0.5, "lr": 0.1})

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
-from accelerate.utils import extract_model_from_parallel, load_checkpoint_in_model
+from accelerate.utils import extract_model_from_parallel
+from safetensors.torch import load_file
 
 from ._errors import TrainerConfigError
 
@@ -35,13 +36,27 @@ def load_weights(target: AcceleratorModule | torch.nn.Module, path: str | os.Pat
     model = target if isinstance(target, torch.nn.Module) else target.model
     source = weights_file(Path(path))
     try:
-        load_checkpoint_in_model(extract_model_from_parallel(model), str(source), strict=True)
+        extract_model_from_parallel(model).load_state_dict(_tensors(source), strict=True)
     except RuntimeError as error:
         raise TrainerConfigError(
             f"load_weights({str(path)!r}): the saved weights do not fit "
             f"{type(model).__name__}: {error}"
         ) from error
     return source
+
+
+def _tensors(source: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a safetensors file, or of all the shards of an index: a strict load must
+    see the whole model at once (Accelerate 1.2's load_checkpoint_in_model loads a sharded model
+    shard by shard, and a strict load of one shard misses the others' keys)."""
+    if not source.name.endswith(".index.json"):
+        return load_file(source)
+    shards = set(json.loads(source.read_text())["weight_map"].values())
+    return {
+        name: tensor
+        for shard in sorted(shards)
+        for name, tensor in load_file(source.parent / shard).items()
+    }
 
 
 def weights_file(path: Path) -> Path:

@@ -1,7 +1,8 @@
 """Every shell command that README.md and docs/ mark as runnable runs, as a reader would run it:
 in a fresh copy of the repository (its tracked files, and the untracked ones git does not
 ignore), in reading order (README.md, then docs/ in the site's navigation order, each page top
-to bottom), one after the other in that one folder, each to a zero exit status.
+to bottom), one after the other in that one folder, each to a zero exit status. A command
+marked on several pages runs once, where it first appears.
 
 **Marking.** An HTML comment on the line right before a fenced block, which neither GitHub nor
 the site shows:
@@ -192,7 +193,10 @@ def all_marked() -> tuple[list[Command], list[str]]:
     problems: list[str] = []
     for path in pages():
         found, wrong = marked_commands(path)
-        commands += found
+        # A command marked on several pages (the README's and the site's quick start) runs
+        # once, where it first appears: run again, it would only find its own finished run.
+        seen = {command.argv for command in commands}
+        commands += [command for command in found if command.argv not in seen]
         problems += wrong
     return commands, problems
 

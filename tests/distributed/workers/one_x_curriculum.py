@@ -2,9 +2,10 @@
 StepsCurriculum, RatioCurriculum and RangeCurriculum, and Trainer.fit given a list of
 (max_step, dataset) stages, each with max_steps in the HyperParameters as 1.x required. The
 four describe the same stages (steps 1-6 on the first dataset, 7-15 on the second, 16-20 on the
-third); the command line names the form (one fit a launch: fit ends the process group).
-Run by tests/distributed/test_one_x_programs.py through 'accmt launch'; each process writes
-which stage's samples each optimizer step trained on to <out>/rank<N>.json."""
+third); the command line names the forms, fitted one after another in the same job (each fit
+a fresh Trainer and module). Run by tests/distributed/test_one_x_programs.py through 'accmt
+launch'; each process writes which stage's samples each optimizer step trained on to
+<out>/<form>/rank<N>.json."""
 
 from __future__ import annotations
 
@@ -60,8 +61,7 @@ def curricula():  # type: ignore[no-untyped-def]
     return {"steps": steps, "ratio": ratios, "range": ranges, "list": listed}
 
 
-if __name__ == "__main__":
-    out, form = Path(sys.argv[1]), sys.argv[2]
+def fit(out: Path, form: str) -> None:
     set_seed(0)
     module = StagedModule()
     trainer = Trainer(
@@ -82,3 +82,8 @@ if __name__ == "__main__":
         "finished": state.finished,
     }
     (out / f"rank{record['rank']}.json").write_text(json.dumps(record))
+
+
+if __name__ == "__main__":
+    for form in sys.argv[2:]:
+        fit(Path(sys.argv[1]) / form, form)

@@ -7,10 +7,11 @@ the same state, for about 100 MB, the 6 layers of 2048x2048 of issue 27 (about 3
 
 The checkpoint's save is all of it: Accelerate's save_state (model, optimizer, RNGs), the
 TrainingState, callback states, loss windows, then its commit: the xxh3 digest of every file
-for the manifest, the fsync of every file and folder, the rename, the durable pointer and the
-removal of the oldest checkpoint (max_checkpoints=2). A synchronous checkpoint stalls training
-for the files (the commit runs in the background writer, which the next checkpoint waits for);
-its stall is compared with a bare torch.save and with a bare torch.save followed by an fsync
+for the manifest and the rename into place (on the training loop's path), then the fsync of
+every file and folder, the durable pointer and the removal of the oldest checkpoint
+(max_checkpoints=2), which run in the background writer. A synchronous checkpoint stalls
+training for the files, the digests and the rename (the background writer's part is waited for
+by the next checkpoint); its stall is compared with a bare torch.save and with a bare torch.save followed by an fsync
 of its file, the floor of a durable save. Its load is what a resume does before training:
 choose the newest checkpoint and verify it (digests and kinds of every file), read the state
 and the parts, and Accelerate's load_state. The bare baseline writes and reads

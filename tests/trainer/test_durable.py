@@ -1,7 +1,8 @@
 """Durability: a new checkpoint, and a new best model, is on the disk before the version it
 replaces is removed. Every fsync, rename and removal of a run is recorded, in order, and the
-order is checked: the new folder's files and folders synced before its rename, the parent folder
-and the pointer synced after it, and only then the old one removed. And a run SIGKILLed in that
+order is checked: the new folder's files and folders synced (a best model's before its rename,
+a checkpoint's after it, in the background writer), the parent folder and the pointer synced
+after the rename, and only then the old one removed. And a run SIGKILLed in that
 window, with both on the disk, resumes from the new one to the uninterrupted run's weights."""
 
 from __future__ import annotations
@@ -80,9 +81,12 @@ class Recorder:
     def synced_before(self, number: int) -> set[Path]:
         return {path for kind, path, _ in self.events[:number] if kind == "sync"}
 
-    def check_replaced(self, folder: Path, removal: int) -> None:
-        """``folder`` was renamed into place whole and synced, and its parent synced after the
-        rename, all before event ``removal``."""
+    def check_replaced(
+        self, folder: Path, removal: int, *, synced_after_rename: bool = False
+    ) -> None:
+        """``folder`` was renamed into place whole, every file and folder it holds was synced
+        (a best model's before its rename; a checkpoint's after it, off the training loop's
+        path), and its parent after the rename, all before event ``removal``."""
         renaming = max(
             number
             for number, (kind, path, _) in enumerate(self.events[:removal])
@@ -90,8 +94,13 @@ class Recorder:
         )
         held = self.events[renaming][2]
         assert held, f"{folder} was renamed into place empty"
-        unsynced = held - self.synced_before(renaming)
-        assert not unsynced, f"not synced before {folder.name} was renamed: {sorted(unsynced)}"
+        if synced_after_rename:
+            source = min(held, key=lambda path: len(path.parts))
+            wanted = {folder / path.relative_to(source) for path in held}
+            unsynced = wanted - self.synced_before(removal)
+        else:
+            unsynced = held - self.synced_before(renaming)
+        assert not unsynced, f"{folder.name}: not synced in time: {sorted(unsynced)}"
         parent = self.index("sync", folder.parent, renaming)
         assert parent < removal, f"{folder.parent} synced only after the removal"
 
@@ -112,7 +121,7 @@ def test_a_checkpoint_is_durable_before_the_one_it_replaces_is_removed(
     ]
     for new, old in ((3, 1), (4, 2), (5, 3)):
         removal = recorder.index("remove", root / f"checkpoint_{old:06d}")
-        recorder.check_replaced(root / f"checkpoint_{new:06d}", removal)
+        recorder.check_replaced(root / f"checkpoint_{new:06d}", removal, synced_after_rename=True)
         # The pointer: its file synced, then (after its atomic replace) the folder again.
         renaming = recorder.index("rename", root / f"checkpoint_{new:06d}")
         pointer = recorder.index("sync", ".latest.json.", renaming)

@@ -1,10 +1,13 @@
 """The end of a checkpoint's write, which the main process does once every process's files are
-written: the digests and the manifest, the sync of it all, the rename into place, the pointer,
-and only then the removal of checkpoints past ``max_checkpoints``.
+written, in two halves. :func:`place`, on the training loop's path: the digests and the
+manifest, then the rename into place; from then on a resume finds the checkpoint, and a process
+killed at any moment leaves one that verifies. :func:`settle`, in the background writer, off
+the loop's path: the sync of the checkpoint's files and folders and of the rename, the
+pointer, and only then the removal of checkpoints past ``max_checkpoints``.
 
-Until the rename the earlier checkpoints are the run's, and the new one is on the disk (its
-files, its folders, the rename, the pointer) before any of them is removed: a process killed,
-or a machine that loses power, at any moment leaves a checkpoint that verifies.
+A machine that loses power before the sync may leave the newest checkpoint incomplete on the
+disk, but not alone: the one before it is removed only once the new one is synced, and a
+resume that finds the newest damaged (its digests disagree) falls back to it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 from accmt_state import write_json
 
-from ._durable import sync_tree
+from ._durable import sync_folder, sync_tree
 from ._errors import CheckpointError
 from ._manifest import DIGEST, MANIFEST, inventory
 
@@ -51,19 +54,24 @@ def guarded(temporary: Path, write: Callable[[], object]) -> None:
         ) from error
 
 
-def commit(temporary: Path, final: Path, facts: Mapping[str, Any], keep: int | None) -> None:
-    """Main process: manifest, sync, rename into place, pointer, then retention."""
+def place(temporary: Path, final: Path, facts: Mapping[str, Any]) -> None:
+    """Main process, on the loop's path: manifest, then the rename into place."""
     manifest = {**facts, "index": checkpoint_index(final), "digest": DIGEST}
     manifest["files"] = inventory(temporary)
-    # Synced with the rest, below.
+    # Synced with the rest, by settle().
     guarded(temporary, lambda: write_json(temporary / MANIFEST, manifest, durable=False))
-    guarded(temporary, lambda: sync_tree(temporary))
-    root = final.parent
     shutil.rmtree(final, ignore_errors=True)
     temporary.rename(final)
+
+
+def settle(final: Path, keep: int | None) -> None:
+    """Main process, off the loop's path: the placed checkpoint onto the disk (its files and
+    folders, then the root folder, which makes the rename last), the pointer, then retention."""
+    root = final.parent
+    sync_tree(final)
+    sync_folder(root)
     try:
-        # Durable: the pointer is synced, then the root folder, which makes the rename last.
-        write_json(root / POINTER, {"latest": final.name})
+        write_json(root / POINTER, {"latest": final.name})  # durable: synced, then the root
     except OSError as error:
         raise CheckpointError(
             f"checkpoint {final.name} is complete, but {root / POINTER} could not be "

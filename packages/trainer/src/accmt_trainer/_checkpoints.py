@@ -16,8 +16,9 @@ Layout under ``<model_path>/checkpoints``::
                                    save
 
 Every process writes into the temporary folder; once all have finished, the main process
-writes the manifest, syncs the folder, renames it into place, moves the pointer and only then
-removes checkpoints past ``max_checkpoints`` (``_checkpoint_commit``).
+writes the manifest and renames the folder into place, and then, in the background writer,
+syncs it, moves the pointer and only then removes checkpoints past ``max_checkpoints``
+(``_checkpoint_commit``).
 Nothing in a checkpoint is unpickled with code execution: tensors are safetensors or torch
 archives read with ``weights_only=True``, the rest is JSON.
 """
@@ -42,9 +43,10 @@ from accmt_state import TrainingState, read_json, write_json
 from ._background_writer import BackgroundWriter
 from ._checkpoint_commit import (
     POINTER,
-    commit,
     complete_checkpoints,
     guarded,
+    place,
+    settle,
 )
 from ._checkpoint_parts import AccelerateSnapshot, Checkpointable, Parts
 from ._checkpoint_schedule import CheckpointSchedule, parse_checkpoint_every
@@ -136,7 +138,8 @@ class Checkpoints:
     ) -> None:
         """Write checkpoint ``index`` from every process. In the background, the call returns
         once everything is copied to CPU memory (``snapshot_of``: models, optimizer and
-        scheduler); otherwise once the checkpoint is in place."""
+        scheduler); otherwise once the checkpoint is in place (its sync to the disk, and the
+        removal of the oldest, go on in the background writer)."""
         self.writer.wait()
         accelerator = self.accelerator
         final = self.root / f"checkpoint_{index:06d}"
@@ -156,7 +159,8 @@ class Checkpoints:
         guarded(temporary, lambda: parts.write(temporary, accelerator))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            commit(temporary, final, facts, self.max_checkpoints)
+            place(temporary, final, facts)
+            self.writer.start(lambda: settle(final, self.max_checkpoints))
         accelerator.wait_for_everyone()
 
     def wait(self) -> None:
@@ -185,7 +189,8 @@ class Checkpoints:
             time.sleep(0.01)
         for marker in markers:
             marker.unlink()
-        commit(temporary, final, facts, self.max_checkpoints)
+        place(temporary, final, facts)
+        settle(final, self.max_checkpoints)
 
     # ------------------------------------------------------------------------- resume
 

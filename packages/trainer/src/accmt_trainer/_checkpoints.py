@@ -19,7 +19,8 @@ Every process writes into the temporary folder; once all have finished, the main
 writes the manifest, syncs the folder, renames it into place, moves the pointer and only then
 removes checkpoints past ``max_checkpoints`` (``_checkpoint_commit``).
 Nothing in a checkpoint is unpickled with code execution: tensors are safetensors or torch
-archives read with ``weights_only=True``, the rest is JSON.
+archives read with ``weights_only=True``, FSDP's sharded state dicts torch.distributed.checkpoint
+folders checked first by ``_dcp``, the rest is JSON.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ LONG_FIRST = [
     "tests/distributed/test_collators_resume.py",
     "tests/distributed/test_hook_order.py",
     "tests/distributed/test_trainer.py",
+    "tests/distributed/test_fsdp.py",
     "tests/distributed/test_inference.py",
     "tests/search/test_postgresql.py",
     "tests/search/test_killed_search.py",

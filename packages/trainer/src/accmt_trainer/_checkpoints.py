@@ -20,7 +20,8 @@ writes the manifest and renames the folder into place, and then, in the backgrou
 syncs it, moves the pointer and only then removes checkpoints past ``max_checkpoints``
 (``_checkpoint_commit``).
 Nothing in a checkpoint is unpickled with code execution: tensors are safetensors or torch
-archives read with ``weights_only=True``, the rest is JSON.
+archives read with ``weights_only=True``, FSDP's sharded state dicts torch.distributed.checkpoint
+folders checked first by ``_dcp``, the rest is JSON.
 """
 
 from __future__ import annotations

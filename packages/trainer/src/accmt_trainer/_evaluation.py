@@ -16,6 +16,7 @@ from accmt_callbacks import CallbackHandler
 from accmt_metrics import Metric
 
 from ._consolidation import MetricConsolidation
+from ._fsdp import reshard
 from ._loss_window import LossWindow
 from ._monitor import Monitor
 from ._option_checks import option, positive_int
@@ -101,13 +102,15 @@ class Evaluation:
 
     @contextlib.contextmanager
     def _evaluating(self) -> Iterator[None]:
-        """The model in eval mode without gradients, inside the module's eval hooks."""
+        """The model in eval mode without gradients, inside the module's eval hooks; a sharded
+        model's parameters are left in their shards, as the forwards found them."""
         module, model = self.module, self.module.model
         if self.options.module_hooks:
             module.before_eval()
         model.eval()
         with torch.no_grad():
             yield
+        reshard(model)
         model.train()
         if self.options.module_hooks:
             module.after_eval()

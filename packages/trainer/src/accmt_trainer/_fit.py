@@ -15,6 +15,7 @@ from ._accelerator import make_accelerator
 from ._checkpoints import Checkpoints
 from ._console import console_lines, finished_line, logger, start_line
 from ._folder_lock import FolderLock
+from ._fsdp import warn_if_not_sharded
 from ._loop import TrainingLoop
 from ._manifest import run_facts
 from ._owners import build_loop
@@ -41,6 +42,7 @@ class Fit:
     def __init__(self, trainer: Trainer, module: AcceleratorModule) -> None:
         self.trainer, self.module = trainer, module
         self.accelerator = make_accelerator(trainer.accelerator_options, trainer.logging_options)
+        warn_if_not_sharded(self.accelerator)
         self.state = TrainingState()
         self.run: Run | None = None
         self.loop: TrainingLoop | None = None

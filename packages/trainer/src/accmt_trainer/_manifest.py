@@ -25,6 +25,7 @@ from safetensors import safe_open
 
 from accmt_state import StateError, TrainingState, read_json
 
+from ._dcp import METADATA, SHARD, check_metadata, check_shard
 from ._errors import CheckpointError
 
 if TYPE_CHECKING:
@@ -78,11 +79,16 @@ def verify(folder: Path) -> dict[str, Any]:
 
 
 def _check_kind(path: Path, name: str) -> None:
-    """The file is what its name says: JSON, safetensors, or a torch zip archive (which
-    Accelerate and this package read with ``weights_only=True``)."""
+    """The file is what its name says: JSON, safetensors, a torch zip archive (which
+    Accelerate and this package read with ``weights_only=True``), or a file of a
+    torch.distributed.checkpoint folder (FSDP's sharded state dicts: ``_dcp``)."""
     suffix = path.suffix
     try:
-        if suffix == ".json":
+        if METADATA in (suffix, path.name):
+            check_metadata(path)
+        elif suffix == SHARD:
+            check_shard(path)
+        elif suffix == ".json":
             json.loads(path.read_text(encoding="utf-8"))
         elif suffix == ".safetensors":
             with safe_open(str(path), framework="pt"):
@@ -104,7 +110,8 @@ def _check_kind(path: Path, name: str) -> None:
                 "with Trainer.register_for_checkpointing, never as pickles"
             )
     except Exception as error:
-        raise CheckpointError(f"{name} is not a valid {suffix or 'file'}: {error}") from error
+        kind = METADATA if path.name == METADATA else suffix or "file"
+        raise CheckpointError(f"{name} is not a valid {kind}: {error}") from error
 
 
 def package_versions() -> dict[str, str]:

@@ -4,9 +4,9 @@ Accelerate's ``end_training`` finishes the trackers and destroys the default pro
 whoever made it: after it, a gather fails and a second ``fit`` in the same job cannot start. A
 :class:`ProcessGroupScope` notes whether a ``torch.distributed`` group exists when it is entered
 (the user's, a search's, a previous Accelerator's). On exit it finishes the trackers of the
-Accelerators it owns, and destroys the group only if the group appeared inside the block; then
-it resets Accelerate's per-process state, so that the next ``Accelerator`` (or
-``PartialState``) in this process makes a new group.
+Accelerators it owns, and destroys the group only if the group appeared inside the block (with
+what torch keeps of it: :func:`forget_sharding_specs`); then it resets Accelerate's per-process
+state, so that the next ``Accelerator`` (or ``PartialState``) in this process makes a new group.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from types import TracebackType
 import torch.distributed
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
+
+from ._fsdp import forget_sharding_specs
 
 
 def group_exists() -> bool:
@@ -65,6 +67,7 @@ class ProcessGroupScope:
             # Every process ends the block together; after an error, the others may never come.
             torch.distributed.barrier()
         _destroy_default_group()
+        forget_sharding_specs()
         for accelerator in self.owned:
             # AcceleratorState shares one dict between its instances (Accelerate's singleton):
             # this Accelerator's own copy outlives the reset below.

@@ -1,0 +1,184 @@
+"""FSDP2 on two CPU processes, killed with SIGKILL and resumed, with sharded and with full state
+dicts: the uninterrupted run's final weights bit for bit.
+
+Accelerate runs DDP on the CPU whatever the plugin says; the worker's harness makes it take its
+FSDP path (see workers/fsdp_worker.py): real processes, a real gloo group, torch's
+``fully_shard``, Accelerate's FSDP ``save_state`` and ``load_state``. On a machine with two GPUs
+the same test runs on them, where nothing needs forcing. The runs share three launches (most
+of a launch is importing torch): the uninterrupted run, the reference of both state dict types
+(they differ only in how checkpoints are written), then the sharded run until its kill; its
+resume, then the full run until its kill; the full run's resume, then a run that is not
+forced, which shows what a user gets on the CPU: DDP, and a warning that says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from accmt_trainer import CheckpointError
+from accmt_trainer._manifest import MANIFEST, inventory, verify
+
+from ._launch import WORKERS, free_port
+
+pytestmark = pytest.mark.distributed
+
+WORKER = str(WORKERS / "fsdp_worker.py")
+STEPS = 8  # 64 samples, batch 8, two processes: 4 optimizer steps an epoch, 2 epochs
+SHARDED, FULL = "SHARDED_STATE_DICT", "FULL_STATE_DICT"
+
+
+@dataclass
+class Ran:
+    root: Path
+    ended: list[subprocess.CompletedProcess[str]]
+
+    def events(self, name: str, rank: int = 0) -> list[dict[str, Any]]:
+        lines = (self.root / name / f"events_rank{rank}.jsonl").read_text().splitlines()
+        return [json.loads(line) for line in lines]
+
+    def weights(self, name: str) -> list[dict[str, Any]]:
+        return [torch.load(self.root / name / f"final_rank{rank}.pt") for rank in range(2)]
+
+    def checkpoint(self, name: str) -> Path:
+        """The run's newest checkpoint."""
+        return sorted((self.root / name / "run" / "checkpoints").glob("checkpoint_*"))[-1]
+
+
+def run(
+    root: Path, name: str, state_dict: str, kill: int | None = None, forced: bool = True
+) -> dict[str, Any]:
+    """One run of a launch (see the worker's text)."""
+    return {
+        "out": str(root / name),
+        "state_dict": state_dict,
+        "kill_at_step": kill,
+        "forced": forced,
+    }
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    root = tmp_path_factory.mktemp("fsdp")
+    # The sharded run dies after step 7 (its newest checkpoint: step 6, within epoch 2); the
+    # full one after step 5 (its newest: step 4, an epoch's end).
+    plan = [
+        [run(root, "uninterrupted", SHARDED), run(root, "sharded", SHARDED, kill=7)],
+        [run(root, "sharded", SHARDED), run(root, "full", FULL, kill=5)],
+        [run(root, "full", FULL), run(root, "unforced", SHARDED, forced=False)],
+    ]
+    (root / "plan.json").write_text(json.dumps(plan))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "2"}
+    ended = []
+    for launch in range(len(plan)):
+        command = [
+            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+            f"--master_port={free_port()}", "--max-restarts=0", WORKER,
+            str(root / "plan.json"), str(launch),
+        ]  # fmt: skip
+        ended.append(subprocess.run(command, capture_output=True, text=True, timeout=300, env=env))
+    return Ran(root, ended)
+
+
+@pytest.mark.parametrize(
+    ("name", "kill", "files"),
+    [
+        (SHARDED, 7, ["pytorch_model_fsdp_0/.metadata", "pytorch_model_fsdp_0/__0_0.distcp",
+                      "pytorch_model_fsdp_0/__1_0.distcp", "optimizer_0/.metadata"]),
+        (FULL, 5, ["pytorch_model_fsdp.bin", "optimizer.bin"]),
+    ],
+    ids=["sharded", "full"],
+)  # fmt: skip
+def test_a_killed_fsdp_run_resumes_to_the_uninterrupted_weights_bit_for_bit(
+    ran: Ran, name: str, kill: int, files: list[str]
+) -> None:
+    folder = "sharded" if name == SHARDED else "full"
+    killed_in = 0 if name == SHARDED else 1
+    for launch in range(3):
+        assert ran.ended[launch].returncode == (0 if launch == 2 else 1), ran.ended[launch].stderr
+    events = ran.events(folder)
+    assert [(e["launch"], e["event"]) for e in events] == [
+        (killed_in, "start"), (killed_in, "fit_start"), (killed_in, "kill"),
+        (killed_in + 1, "start"), (killed_in + 1, "fit_start"), (killed_in + 1, "resume"),
+        (killed_in + 1, "end"),
+    ]  # fmt: skip
+    assert events[2]["at"] == f"step {kill}"
+    assert events[4]["step"] == events[5]["step"] == kill - 1  # the newest checkpoint's
+    assert events[6]["global_step"] == STEPS
+    # Accelerate wrote FSDP's layout of the state dict type: both processes' shards.
+    accelerate = ran.checkpoint(folder) / "accelerate"
+    for file in files:
+        assert (accelerate / file).is_file(), sorted(accelerate.rglob("*"))
+    for rank, (wanted, found) in enumerate(
+        zip(ran.weights("uninterrupted"), ran.weights(folder), strict=True)
+    ):
+        assert found["state"]["global_step"] == STEPS
+        assert wanted["weights"].keys() == found["weights"].keys()
+        for key, weight in wanted["weights"].items():
+            assert torch.equal(weight, found["weights"][key]), f"rank {rank}: {key} differs"
+
+
+def test_evaluation_leaves_the_parameters_sharded(ran: Ran) -> None:
+    """After the sanity check's forwards (at every fit's start), and once a checkpoint is
+    loaded, every parameter is still a shard; the final weights, gathered from the shards,
+    are the same on each process."""
+    for name in ("uninterrupted", "sharded", "full"):
+        for rank in range(2):
+            starts = [e for e in ran.events(name, rank) if e["event"] in ("fit_start", "resume")]
+            assert starts, (name, rank)
+            assert all(e["sharded"] for e in starts), (name, rank, starts)
+    first, second = ran.weights("uninterrupted")
+    for key, weight in first["weights"].items():
+        assert torch.equal(weight, second["weights"][key])
+
+
+@pytest.mark.skipif(torch.cuda.device_count() >= 2, reason="on GPUs Accelerate shards")
+def test_fsdp_on_the_cpu_without_the_harness_warns_that_accelerate_ran_ddp(ran: Ran) -> None:
+    warned = []
+    for rank in range(2):
+        events = ran.events("unforced", rank)
+        assert [e["event"] for e in events] == ["start", "fit_start", "end"]  # nothing to resume
+        assert events[1]["sharded"] is False
+        warned.append([w for w in events[2]["warnings"] if "FSDP" in w])
+    main, other = warned
+    assert other == []  # the main process says it
+    assert len(main) == 1, main
+    assert main[0].startswith(
+        "FSDP was asked for (ACCELERATE_USE_FSDP), but Accelerate ran DDP on the CPU (MULTI_CPU)"
+    )
+    accelerate = ran.checkpoint("unforced") / "accelerate"
+    assert (accelerate / "model.safetensors").is_file()
+
+
+class Payload:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("target", ["pytorch_model_fsdp_0/.metadata", "optimizer_0/.metadata"])
+def test_a_crafted_metadata_pickle_is_refused_without_running_code(
+    ran: Ran, tmp_path: Path, target: str
+) -> None:
+    checkpoint = shutil.copytree(ran.checkpoint("sharded"), tmp_path / "checkpoint")
+    verify(checkpoint)  # the real one passes
+    marker = tmp_path / "code-ran"
+    (checkpoint / "accelerate" / target).write_bytes(pickle.dumps(Payload(marker)))
+    manifest = json.loads((checkpoint / MANIFEST).read_text())
+    manifest["files"] = inventory(checkpoint)  # forged to match
+    (checkpoint / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match=f"accelerate/{target} is not a valid .metadata"):
+        verify(checkpoint)
+    assert not marker.exists()

@@ -6,15 +6,15 @@ the same state, for about 100 MB, the 6 layers of 2048x2048 of issue 27 (about 3
 ./hatchw run python benchmarks/checkpoint_io.py [small] [issue] [large]   (default: all three)
 
 The checkpoint's save is all of it: Accelerate's save_state (model, optimizer, RNGs), the
-TrainingState, callback states, loss windows, then its commit: the xxh3 digest of every file
-for the manifest and the rename into place (on the training loop's path), then the fsync of
-every file and folder, the durable pointer and the removal of the oldest checkpoint
+TrainingState, callback states, loss windows, then its commit: the xxh3 digest of every file for
+the manifest and the rename into place (on the training loop's path), then the fsync of every
+file and folder, the durable pointer and the removal of the oldest checkpoint
 (max_checkpoints=2), which run in the background writer. A synchronous checkpoint stalls
 training for the files, the digests and the rename (the background writer's part is waited for
-by the next checkpoint); its stall is compared with a bare torch.save and with a bare torch.save followed by an fsync
-of its file, the floor of a durable save. Its load is what a resume does before training:
-choose the newest checkpoint and verify it (digests and kinds of every file), read the state
-and the parts, and Accelerate's load_state. The bare baseline writes and reads
+by the next checkpoint); its stall is compared with a bare torch.save and with a bare torch.save
+followed by an fsync of its file, the floor of a durable save. Its load is what a resume does
+before training: choose the newest checkpoint and verify it (digests and kinds of every file),
+read the state and the parts, and Accelerate's load_state. The bare baseline writes and reads
 ``{"model", "optimizer"}`` (``weights_only=True``) over the same file, and loads both state
 dicts. Each save starts after an ``os.sync()``, untimed, so that the kernel's writeback of the
 previous save does not land on whichever save comes next, and after the previous checkpoint's

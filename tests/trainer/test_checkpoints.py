@@ -383,8 +383,9 @@ def test_resume_with_other_settings_is_refused(
 
 def made_on_two_processes(path: Path, *, older: bool = False) -> None:
     """Every checkpoint under ``path`` says it was made by 2 processes: its manifest says so,
-    which is not among the files its digests cover, and it holds a part for each. ``older``: and, like those of an older
-    accmt-trainer, it does not record the batches of the order dealt to the processes."""
+    which is not among the files its digests cover, and it holds a part for each. ``older``:
+    and, like those of an older accmt-trainer, it does not record the batches of the order
+    dealt to the processes."""
     for folder in folders(path):
         manifest = json.loads((folder / "manifest.json").read_text())
         manifest["world_size"] = 2

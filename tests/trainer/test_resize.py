@@ -201,3 +201,12 @@ def test_a_curriculum_resumes_only_on_its_number_of_processes(tmp_path: Path) ->
     assert "was made on 2 processes, and this run has 1; its state cannot be read. " in message
     assert "A curriculum's stages end at optimizer steps, and an optimizer step holds" in message
     assert "so it resumes only on 2 processes: resume on 2 processes, or give" in message
+
+
+def test_another_order_is_refused_on_another_number_of_processes_too(tmp_path: Path) -> None:
+    made = {**facts(2, order=24), "train_batch_size": 8}
+    now = {**facts(1, order=25), "train_batch_size": 8}
+    with pytest.raises(CheckpointError, match="made with order_batches=24, but this run has "):
+        check_compatible(made, now, tmp_path)
+    check_compatible({**made, "order_batches": None}, now, tmp_path)  # cannot tell: an epoch's
+    check_compatible({**made, "order_batches": 25}, now, tmp_path)  # start resumes

@@ -162,13 +162,14 @@ def check_compatible(manifest: Mapping[str, Any], facts: Mapping[str, Any], path
     Another number of processes is not refused here: ``_resize`` maps the checkpoint's moment
     onto this run, and refuses only a moment within an epoch that this run cannot reach. The
     batches per epoch on each process then differ by nature; the order they are dealt from
-    must not (``order_batches``, checked there)."""
+    must not (``order_batches``, where both know it)."""
     resized = manifest.get("world_size") != facts.get("world_size")
     if resized:
         _check_resizable(manifest, facts, path)
-    for key in _SETTINGS:
+    for setting in _SETTINGS:
+        key = "order_batches" if resized and setting == "batches_per_epoch" else setting
         made, now = manifest.get(key), facts.get(key)
-        if made == now or (resized and key in ("world_size", "batches_per_epoch")):
+        if made == now or (key == "order_batches" and None in (made, now)):
             continue
         raise CheckpointError(
             f"checkpoint {path} was made with {key}={made!r}, but this run has {key}={now!r}; "

@@ -210,3 +210,9 @@ def test_another_order_is_refused_on_another_number_of_processes_too(tmp_path: P
         check_compatible(made, now, tmp_path)
     check_compatible({**made, "order_batches": None}, now, tmp_path)  # cannot tell: an epoch's
     check_compatible({**made, "order_batches": 25}, now, tmp_path)  # start resumes
+
+
+def test_sharded_state_resumes_only_on_its_number_of_processes(tmp_path: Path) -> None:
+    made = {**facts(2), "train_batch_size": 8, "sharded": True}
+    with pytest.raises(CheckpointError, match="Its model and optimizer state is sharded by"):
+        check_compatible(made, {**facts(1), "train_batch_size": 8}, tmp_path)

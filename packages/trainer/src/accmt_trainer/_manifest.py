@@ -188,8 +188,8 @@ def _check_resizable(manifest: Mapping[str, Any], facts: Mapping[str, Any], path
             "a curriculum's stages end at optimizer steps, and an optimizer step holds other "
             "samples on another number of processes"
         )
-    elif facts.get("sharded"):
-        why = "this run shards its model and optimizer state (FSDP, DeepSpeed), by process"
+    elif facts.get("sharded") or manifest.get("sharded"):
+        why = "its model and optimizer state is sharded by process (FSDP, DeepSpeed)"
     else:
         return
     raise CheckpointError(

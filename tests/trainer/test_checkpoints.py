@@ -432,6 +432,22 @@ def test_a_moment_within_an_epoch_that_cannot_be_found_says_what_to_do(tmp_path:
     assert (tmp_path / "checkpoints.old-1").is_dir()
 
 
+@pytest.mark.parametrize("max_steps", [6, 8])
+def test_a_run_finished_within_an_epoch_on_other_processes_has_nothing_left_at_its_max_steps(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, max_steps: int
+) -> None:
+    # Finished at step 6, batch 2 of epoch 2, a moment this run cannot find (no order recorded).
+    fit(make(tmp_path, hps=hps(max_steps=6)))
+    made_on_two_processes(tmp_path, older=True)
+    if max_steps == 6:  # nothing left to train: it says so, whatever the moment
+        with caplog.at_level(logging.WARNING, logger="accmt_trainer"):
+            assert fit(make(tmp_path, hps=hps(max_steps=6))).global_step == 6
+        assert "already finished" in caplog.text
+        return
+    with pytest.raises(CheckpointError, match="its manifest does not record the batches"):
+        fit(make(tmp_path, hps=hps(max_steps=max_steps)))
+
+
 def test_a_finished_run_says_so_and_does_nothing(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -240,6 +240,11 @@ class Checkpoints:
         state = TrainingState.load(folder / "state.json")
         check_position(state, made, folder / "state.json")
         seen = seen_here(state, made, facts)
+        cap = facts.get("max_steps")
+        if seen is None and state.finished and cap is not None and state.global_step >= cap:
+            # Finished at this run's max_steps: nothing is left to train, the moment is moot.
+            read = state.batches_seen_in_epoch * made["world_size"] // facts["world_size"]
+            seen = min(read, facts["batches_per_epoch"])
         if seen is None:
             earlier = self._earlier_that_fits(folder, facts)
             raise CheckpointError(

@@ -88,7 +88,8 @@ class Fit:
 
         def locate(plan: EpochPlan) -> int:
             """Once the loaders are prepared: the checkpoint to resume, sizing the schedule."""
-            facts = run_facts(accelerator, plan, trainer.hps.train_batch_size)
+            hps = trainer.hps
+            facts = run_facts(accelerator, plan, hps.train_batch_size, hps.max_steps)
             self.start = checkpoints.start(options.resume, facts, look=options.resumes)
             return self.start.step_offset
 

@@ -217,13 +217,17 @@ def _stopped(path: Path) -> str:
     return f"it was made at batch {state.batches_seen_in_epoch} of epoch {state.epoch + 1} ({at})"
 
 
-def run_facts(accelerator: Accelerator, plan: EpochPlan, train_batch_size: int) -> dict[str, Any]:
+def run_facts(
+    accelerator: Accelerator, plan: EpochPlan, train_batch_size: int, max_steps: int | None
+) -> dict[str, Any]:
     """What a checkpoint must agree with to resume exactly (before the offsets of a resume on
-    another number of processes, which ``_resize`` adds)."""
+    another number of processes, which ``_resize`` adds). ``max_steps`` is not compared: it
+    tells whether a finished run has anything left to train here."""
     return {
         "format": 2,
         "world_size": accelerator.num_processes,
         "train_batch_size": train_batch_size,
+        "max_steps": max_steps,
         "grad_accumulation_steps": accelerator.gradient_accumulation_steps,
         "sharded": accelerator.distributed_type in SHARDED,
         **plan.facts(),

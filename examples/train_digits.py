@@ -15,9 +15,9 @@ checkpoints moved aside to ``checkpoints.old-<n>`` (nothing is deleted). The Tra
 stderr whether the run starts afresh or resumes, and the validation loss and accuracy after
 every epoch. Then the best model by validation accuracy is evaluated on the test split, which
 training never saw, and its predictions (logits and labels, in the test split's order) are
-written to ``<output>/predictions`` (read them back with ``accmt.load_predictions``). A run's
-checkpoints belong to its number of processes, so a run on two processes gets its own
-``--output`` (or ``--fresh`` to start over in this one). (On a machine without GPUs,
+written to ``<output>/predictions`` (read them back with ``accmt.load_predictions``). A run on two
+processes gets its own ``--output``; in a one-process run's folder it resumes that run's
+checkpoint (or ``--fresh`` starts over in it). (On a machine without GPUs,
 ``accelerate launch --cpu`` starts one process whatever ``--num_processes`` says;
 ``--multi_gpu`` starts them on gloo.)
 """

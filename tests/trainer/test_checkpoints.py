@@ -8,7 +8,6 @@ import copy
 import importlib.metadata
 import json
 import logging
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -382,43 +381,71 @@ def test_resume_with_other_settings_is_refused(
     assert [saved(folder) for folder in folders(tmp_path)] == before
 
 
-def made_on_two_processes(path: Path) -> None:
+def made_on_two_processes(path: Path, *, older: bool = False) -> None:
     """Every checkpoint under ``path`` says it was made by 2 processes: its manifest says so,
-    which is not among the files its digests cover."""
+    which is not among the files its digests cover, and it holds a part for each. ``older``:
+    and, like those of an older accmt-trainer, it does not record the batches of the order
+    dealt to the processes."""
     for folder in folders(path):
         manifest = json.loads((folder / "manifest.json").read_text())
         manifest["world_size"] = 2
+        # The second process's own part: a copy of the first's, listed with the same digest.
+        shutil.copy(folder / "process_0.safetensors", folder / "process_1.safetensors")
+        manifest["files"]["process_1.safetensors"] = manifest["files"]["process_0.safetensors"]
+        if older:
+            del manifest["order_batches"]
         (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
 @pytest.mark.parametrize(
-    ("made", "where"),
-    [
-        ("finished", r"its run had finished \(epoch 3, step 12\)"),
-        ("epoch end", r"it was made at the end of epoch 1 \(step 4\)"),
-        ("mid-epoch", r"it was made at batch 2 of epoch 2 \(step 6\), a position within the epoch"),
-    ],
+    ("made", "steps"), [("finished", 16), ("epoch end", 12)], ids=["finished", "epoch-end"]
 )
-def test_a_checkpoint_of_another_number_of_processes_says_what_differs_and_what_to_do(
-    tmp_path: Path, made: str, where: str
+def test_a_checkpoint_of_another_number_of_processes_at_an_epoch_end_resumes(
+    tmp_path: Path, made: str, steps: int
 ) -> None:
     if made == "finished":
         fit(make(tmp_path))
-    else:  # crashed at step 7, after a checkpoint at the end of epoch 1, or one at step 6
-        crash(tmp_path, 7, checkpoint_every="epoch" if made == "epoch end" else "3 steps")
+    else:  # crashed at step 7, after a checkpoint at the end of epoch 1
+        crash(tmp_path, 7, checkpoint_every="epoch")
     made_on_two_processes(tmp_path)
+    newest = folders(tmp_path)[-1].name
+    with pytest.warns(UserWarning, match=f"resuming {newest}, made on 2 processes, on 1 process"):
+        state = fit(make(tmp_path, hps=hps(epochs=4 if made == "finished" else 3)))
+    assert state.global_step == steps
+
+
+def test_a_moment_within_an_epoch_that_cannot_be_found_says_what_to_do(tmp_path: Path) -> None:
+    # Crashed at step 7, after checkpoints at steps 3 and 6 (batch 2 of epoch 2).
+    crash(tmp_path, 7, checkpoint_every="3 steps")
+    made_on_two_processes(tmp_path, older=True)
     with pytest.raises(CheckpointError) as refused:
         fit(make(tmp_path))
     message = str(refused.value)
     assert "was made on 2 processes, and this run has 1; " in message
-    assert re.search(where, message)
-    assert ("position within the epoch" in message) == (made == "mid-epoch")
-    assert "an output folder of its own" in message
+    assert "it was made at batch 2 of epoch 2 (step 6), after 4 batches of the epoch's" in message
+    assert "its manifest does not record the batches of that order" in message
+    assert "resume from a checkpoint made at an epoch's end" in message
     assert "pass resume=False to start afresh in this one" in message
     # As it says: resume=False starts afresh there, the checkpoints moved aside.
     with pytest.warns(UserWarning, match="resume=False: earlier checkpoints moved to"):
         assert fit(make(tmp_path, resume=False)).global_step == 12
     assert (tmp_path / "checkpoints.old-1").is_dir()
+
+
+@pytest.mark.parametrize("max_steps", [6, 8])
+def test_a_run_finished_within_an_epoch_on_other_processes_has_nothing_left_at_its_max_steps(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, max_steps: int
+) -> None:
+    # Finished at step 6, batch 2 of epoch 2, a moment this run cannot find (no order recorded).
+    fit(make(tmp_path, hps=hps(max_steps=6)))
+    made_on_two_processes(tmp_path, older=True)
+    if max_steps == 6:  # nothing left to train: it says so, whatever the moment
+        with caplog.at_level(logging.WARNING, logger="accmt_trainer"):
+            assert fit(make(tmp_path, hps=hps(max_steps=6))).global_step == 6
+        assert "already finished" in caplog.text
+        return
+    with pytest.raises(CheckpointError, match="its manifest does not record the batches"):
+        fit(make(tmp_path, hps=hps(max_steps=max_steps)))
 
 
 def test_a_finished_run_says_so_and_does_nothing(

@@ -36,7 +36,6 @@ from typing import Any
 import attrs
 import torch
 from accelerate import Accelerator
-from accelerate.utils import DistributedType
 
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState, read_json, write_json
@@ -51,20 +50,23 @@ from ._checkpoint_commit import (
 )
 from ._checkpoint_parts import AccelerateSnapshot, Checkpointable, Parts
 from ._checkpoint_schedule import CheckpointSchedule, parse_checkpoint_every
-from ._epoch_plan import StageLayout
 from ._errors import CheckpointError, TrainerConfigError
 from ._folders import free_sibling, set_aside_folder
-from ._manifest import check_compatible, verify
+from ._manifest import ELSEWHERE, MANIFEST, SHARDED, check_compatible, verify
 from ._option_checks import option, positive_int
+from ._resize import (
+    Start,
+    check_position,
+    merge_parts,
+    parts_of,
+    processes,
+    refusal,
+    resized_facts,
+    seen_here,
+)
 from ._safe_tree import load_tree
 
 _DONE = ".done-"
-_SHARDED = {
-    DistributedType.FSDP,
-    DistributedType.DEEPSPEED,
-    DistributedType.MEGATRON_LM,
-    DistributedType.XLA,
-}
 
 
 def _resume_value(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -120,7 +122,7 @@ class Checkpoints:
         self.writer = BackgroundWriter()
         self._buffers: AccelerateSnapshot | None = None
         kind = accelerator.distributed_type
-        if background and kind in _SHARDED:
+        if background and kind in SHARDED:
             raise TrainerConfigError(
                 f"Trainer(checkpoint_async=True) supports one device and DDP; {kind.value} "
                 "writes its sharded state through its own path: use checkpoint_async=False"
@@ -220,16 +222,62 @@ class Checkpoints:
         elif chosen is not None and _which(resume) != -1:
             self.set_aside_newer(chosen)
 
+    def start(self, resume: bool | int | None, facts: Mapping[str, Any], *, look: bool) -> Start:
+        """Where this fit starts: afresh, or at the moment of the checkpoint ``resume`` names
+        (when ``look``), mapped onto this run's number of processes."""
+        folder = self.find(resume, facts) if look else None
+        if folder is None:
+            return Start(facts=resized_facts(facts, TrainingState(), self.root))
+        state, process_state = self.load(folder, facts)
+        made_on = read_json(folder / MANIFEST)["world_size"]
+        return Start(
+            facts=resized_facts(facts, state, folder / "state.json"),
+            folder=folder,
+            state=state,
+            process_state=process_state,
+            made_on=None if made_on == facts["world_size"] else made_on,
+        )
+
     def load(self, folder: Path, facts: Mapping[str, Any]) -> tuple[TrainingState, Any]:
-        """The state, checked against the run's facts, and this process's own part of ``folder``."""
+        """The state, checked against the facts of the run that made it and moved to this
+        run's position in the same data, and this process's own part of ``folder`` (those of
+        the checkpoint's processes it takes over, on another number of processes)."""
+        made = read_json(folder / MANIFEST)
         state = TrainingState.load(folder / "state.json")
-        check_position(state, facts, folder / "state.json")
-        rank = self.accelerator.process_index
-        part = folder / f"process_{rank}.safetensors"
-        if part.exists():
-            return state, load_tree(part)
-        # accmt 2.0 wrote it with torch.save; tensors and numbers only.
-        return state, torch.load(folder / f"process_{rank}.pt", weights_only=True)
+        check_position(state, made, folder / "state.json")
+        seen = seen_here(state, made, facts)
+        cap = facts.get("max_steps")
+        if seen is None and state.finished and cap is not None and state.global_step >= cap:
+            # Finished at this run's max_steps: nothing is left to train, the moment is moot.
+            read = state.batches_seen_in_epoch * made["world_size"] // facts["world_size"]
+            seen = min(read, facts["batches_per_epoch"])
+        if seen is None:
+            earlier = self._earlier_that_fits(folder, facts)
+            raise CheckpointError(
+                f"checkpoint {folder} was made on {processes(made['world_size'])}, and this run "
+                f"has {facts['world_size']}; {refusal(state, made, facts, earlier)}; or "
+                f"{ELSEWHERE}."
+            )
+        state.batches_seen_in_epoch = state.train_step = seen
+        rank, now_on = self.accelerator.process_index, facts["world_size"]
+        parts = [_part(folder, old) for old in parts_of(rank, made["world_size"], now_on)]
+        if len(parts) == 1:
+            return state, parts[0]
+        return state, merge_parts(parts, like=_part(folder, 0))
+
+    def _earlier_that_fits(self, folder: Path, facts: Mapping[str, Any]) -> str | None:
+        """``<index> (checkpoint_<index>, ...)`` of the newest checkpoint before ``folder``
+        whose moment this run can start from, if any."""
+        for path in reversed([p for p in self.complete() if _index(p) < _index(folder)]):
+            try:
+                made = read_json(path / MANIFEST)
+                state = TrainingState.load(path / "state.json")
+            except Exception:  # a damaged one is not offered
+                continue
+            if seen_here(state, made, facts) is not None:
+                where = f"epoch {state.epoch}, step {state.global_step}"
+                return f"{_index(path)} ({path.name}, {where})"
+        return None
 
     def load_rest(self, folder: Path, callbacks: CallbackHandler) -> None:
         """The callbacks' states (into ``callbacks``, bound to the loaded state) and the
@@ -329,40 +377,6 @@ class Checkpoints:
         return verify(path)
 
 
-def check_position(state: TrainingState, facts: Mapping[str, Any], path: Path) -> None:
-    """The counters of a resumed state must describe a moment this run can reach: whole
-    epochs of ``batches_per_epoch`` batches (or the epochs of its stages), one optimizer step
-    per accumulation window."""
-    batches, accumulation = facts["batches_per_epoch"], facts["grad_accumulation_steps"]
-    seen = state.batches_seen_in_epoch
-    if facts.get("stages"):
-        layout = StageLayout.from_facts(facts["stages"], accumulation)
-        if state.epoch > layout.epochs:
-            raise CheckpointError(
-                f"{path}: epoch is {state.epoch}, but this run's stages take {layout.epochs} epochs"
-            )
-        batches = layout.epoch(min(state.epoch, layout.epochs - 1))[1]
-        step, iteration = layout.counters_at(state.epoch, min(seen, batches))
-    else:
-        steps_per_epoch = -(-batches // accumulation)
-        step = state.epoch * steps_per_epoch + -(-seen // accumulation)
-        iteration = state.epoch * batches + seen
-    expected = {
-        "batches_seen_in_epoch": min(seen, batches),
-        "global_step": step,
-        "batch_iteration": iteration,
-    }
-    for field, value in expected.items():
-        found = getattr(state, field)
-        if found != value:
-            raise CheckpointError(
-                f"{path}: {field} is {found}, but with epoch={state.epoch}, "
-                f"batches_seen_in_epoch={seen}, {batches} batches per epoch and accumulation "
-                f"{accumulation} it must be {value}; the state does not describe a moment of "
-                "this run"
-            )
-
-
 def _which(resume: bool | int | None) -> int:
     """The checkpoint ``resume`` names, -1 the newest (resume=1, == True, names checkpoint 1)."""
     return -1 if resume is None or resume is True else int(resume)
@@ -370,3 +384,12 @@ def _which(resume: bool | int | None) -> int:
 
 def _index(folder: Path) -> int:
     return int(folder.name.split("_")[1])
+
+
+def _part(folder: Path, rank: int) -> Any:
+    """Process ``rank``'s own part of the checkpoint in ``folder``."""
+    part = folder / f"process_{rank}.safetensors"
+    if part.exists():
+        return load_tree(part)
+    # accmt 2.0 wrote it with torch.save; tensors and numbers only.
+    return torch.load(folder / f"process_{rank}.pt", weights_only=True)

@@ -19,9 +19,12 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
+from ._resize import processes
+
 if TYPE_CHECKING:
     from accmt_state import TrainingState
 
+    from ._resize import Start
     from ._setup import Run
 
 LOGGER = "accmt_trainer"
@@ -66,11 +69,12 @@ def number(value: float) -> str:
 
 
 def start_line(
-    folder: Path, checkpoint: Path | None, state: TrainingState, run: Run, epoch_batches: int
+    folder: Path, start: Start, state: TrainingState, run: Run, epoch_batches: int
 ) -> str:
-    """Whether the run starts afresh or resumes, and from where: the checkpoint, the epoch
-    (and the batch within it, mid-epoch) and the optimizer step."""
-    epochs, steps = run.epochs, run.total_steps
+    """Whether the run starts afresh or resumes, and from where: the checkpoint (and the
+    number of processes that made it, where that differs), the epoch (and the batch within
+    it, mid-epoch) and the optimizer step."""
+    epochs, steps, checkpoint = run.epochs, run.total_steps, start.folder
     if checkpoint is None:
         return f"starting afresh in {folder}: {_count(epochs, 'epoch')}, {steps} optimizer steps"
     seen = state.batches_seen_in_epoch
@@ -79,7 +83,9 @@ def start_line(
         if seen
         else f"epoch {state.epoch}/{epochs} done"
     )
-    line = f"resuming {folder} from {checkpoint.name}: {where}, step {state.global_step}/{steps}"
+    made = "" if start.made_on is None else f" (made on {processes(start.made_on)})"
+    line = f"resuming {folder} from {checkpoint.name}{made}: {where}"
+    line += f", step {state.global_step}/{steps}"
     if state.finished:
         line += f" (that run had finished; it goes on to {_count(epochs, 'epoch')})"
     return line

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
-from accelerate.data_loader import DataLoaderShard
+from accelerate.data_loader import BatchSamplerShard, DataLoaderDispatcher, DataLoaderShard
+from torch.utils.data import BatchSampler, IterableDataset
 
 
 @attrs.frozen
@@ -100,4 +101,23 @@ class EpochPlan:
     def facts(self) -> dict[str, Any]:
         """What a checkpoint must agree with, for the position within an epoch to hold."""
         stages = None if self.layout is None else self.layout.facts()
-        return {"batches_per_epoch": len(self.loaders[0]), "stages": stages}
+        return {
+            "batches_per_epoch": len(self.loaders[0]),
+            "order_batches": order_batches(self.loaders[0]),
+            "stages": stages,
+        }
+
+
+def order_batches(loader: Any) -> int | None:
+    """Batches per epoch of the one order that Accelerate deals out to the processes (the
+    batch sampler before it is sharded), or None when it has no length this can read (an
+    iterable dataset, batches dispatched or split)."""
+    sampler = loader.sampler if isinstance(loader.sampler, BatchSampler) else loader.batch_sampler
+    if isinstance(sampler, BatchSamplerShard):
+        return None if sampler.split_batches else len(sampler.batch_sampler)
+    if isinstance(loader, DataLoaderDispatcher) or isinstance(loader.dataset, IterableDataset):
+        return None
+    try:
+        return len(sampler)
+    except TypeError:
+        return None

@@ -4,6 +4,7 @@ its owners and loop), from the Trainer's options to the run's end."""
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from ._fsdp import warn_if_not_sharded
 from ._loop import TrainingLoop
 from ._manifest import run_facts
 from ._owners import build_loop
+from ._resize import Start, resize_warning
 from ._sanity_check import check_datasets, check_names, check_writable
 from ._setup import Run, prepare_run
 from ._signals import stop_on_signals
@@ -28,6 +30,7 @@ from ._untouched import untouched_unless
 if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
+    from ._epoch_plan import EpochPlan
     from ._module import AcceleratorModule
     from ._stages import Stages
     from ._trainer import Trainer
@@ -46,6 +49,8 @@ class Fit:
         self.state = TrainingState()
         self.run: Run | None = None
         self.loop: TrainingLoop | None = None
+        self.start = Start(facts={})
+        """Where the run starts: afresh, or a checkpoint's moment (set as the run is prepared)."""
         self.started = False
         """Whether the run got past its checks and writes into its folders."""
         self.reported_names: dict[str, list[str]] | None = None
@@ -74,15 +79,6 @@ class Fit:
 
     def _train(self, datasets: Datasets) -> TrainingState:
         trainer, accelerator = self.trainer, self.accelerator
-        self.run = run = prepare_run(
-            accelerator,
-            self.module,
-            trainer.hps,
-            datasets,
-            trainer.loader_options,
-            trainer.evaluation_options.metrics,
-            trainer.accelerator_options.gradient_checkpointing,
-        )
         options = trainer.checkpoint_options
         checkpoints = Checkpoints(
             trainer.model_path / "checkpoints",
@@ -91,12 +87,29 @@ class Fit:
             objects=trainer.checkpointed_objects,
             background=options.checkpoint_async,
         )
-        facts = run_facts(run)
-        resuming = checkpoints.find(options.resume, facts) if options.resumes else None
-        state, process_state = checkpoints.load(resuming, facts) if resuming else (None, None)
-        self.state = state = state or TrainingState()
+
+        def locate(plan: EpochPlan) -> int:
+            """Once the loaders are prepared: the checkpoint to resume, sizing the schedule."""
+            hps = trainer.hps
+            facts = run_facts(accelerator, plan, hps.train_batch_size, hps.max_steps)
+            self.start = checkpoints.start(options.resume, facts, look=options.resumes)
+            return self.start.step_offset
+
+        self.run = run = prepare_run(
+            accelerator,
+            self.module,
+            trainer.hps,
+            datasets,
+            trainer.loader_options,
+            trainer.evaluation_options.metrics,
+            trainer.accelerator_options.gradient_checkpointing,
+            step_offset=locate,
+        )
+        start = self.start
+        resuming, process_state = start.folder, start.process_state
+        self.state = state = start.state or TrainingState()
         trainer.callbacks.clear_stop()
-        self.loop = loop = build_loop(trainer, run, self.module, state, checkpoints, facts)
+        self.loop = loop = build_loop(trainer, run, self.module, state, checkpoints, start.facts)
         if resuming is not None and process_state is not None:
             checkpoints.load_rest(resuming, trainer.callbacks)
             loop.restore(process_state)
@@ -115,8 +128,11 @@ class Fit:
         checkpoints.clear_way(options.resume, resuming)
         self._start_trackers(state.global_step + 1 if resuming else 0)
         if accelerator.is_main_process:
+            if resuming is not None and start.made_on is not None:
+                made_on, now_on = start.made_on, accelerator.num_processes
+                warnings.warn(resize_warning(resuming, made_on, now_on), stacklevel=4)
             batches = run.plan.epoch(min(state.epoch, run.epochs - 1))[1]
-            line = start_line(trainer.model_path, resuming, state, run, batches)
+            line = start_line(trainer.model_path, start, state, run, batches)
             logger.info("%s", line)
         return self._drive(loop, resuming)
 

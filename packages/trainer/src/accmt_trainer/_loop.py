@@ -24,6 +24,7 @@ from ._module import ExtendedAcceleratorModule
 from ._nonfinite import NonFiniteGuard
 from ._optimizer_step import OptimizerStep
 from ._progress_bar import ProgressBar
+from ._resize import restore_lengths, schedule_lengths
 from ._setup import Run
 from ._step_outputs import check_training_loss
 from ._trackers import LoggingOptions
@@ -130,7 +131,11 @@ class TrainingLoop:
             batches = iter(self._epoch_loader(self.run.plan.epoch(self.state.epoch)[0]))
             first = next(batches, _END)
             rest = iter(()) if first is _END else itertools.chain([first], batches)
+        # The schedule keeps this run's length, where the scheduler's state holds the
+        # checkpoint's (a resume on another number of processes, or with more epochs).
+        lengths = schedule_lengths(self.run.scheduler)
         self.owners.checkpoints.load_accelerate(folder)
+        restore_lengths(lengths)
         self.callbacks.call("on_resume")
         return rest
 

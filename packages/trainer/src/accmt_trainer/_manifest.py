@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import xxhash
-from accelerate.utils import load
+from accelerate.utils import DistributedType, load
 from safetensors import safe_open
 
 from accmt_state import StateError, TrainingState, read_json
@@ -29,13 +29,22 @@ from ._dcp import METADATA, SHARD, check_metadata, check_shard
 from ._errors import CheckpointError
 
 if TYPE_CHECKING:
-    from ._setup import Run
+    from accelerate import Accelerator
+
+    from ._epoch_plan import EpochPlan
 
 MANIFEST = "manifest.json"
 DIGEST = "xxh3_128"
 _BLOCK = 1 << 22
 # Accelerate's RNG states: torch.save archives it loads with weights_only=True.
 _RNG_FILES = "random_states_"
+# Distributed types whose model and optimizer state is split by process.
+SHARDED = {
+    DistributedType.FSDP,
+    DistributedType.DEEPSPEED,
+    DistributedType.MEGATRON_LM,
+    DistributedType.XLA,
+}
 
 
 def inventory(folder: Path) -> dict[str, dict[str, Any]]:
@@ -141,13 +150,12 @@ def _loaded_versions() -> tuple[tuple[str, str], ...]:
 
 
 _SETTINGS = (
-    "world_size",
     "train_batch_size",
     "grad_accumulation_steps",
     "batches_per_epoch",
     "stages",
 )
-_ELSEWHERE = (
+ELSEWHERE = (
     "give this run an output folder of its own (the Trainer's model_path; --output in the "
     "examples), or pass resume=False to start afresh in this one (its checkpoints are then "
     "moved aside to checkpoints.old-<n>, not deleted)"
@@ -156,23 +164,46 @@ _ELSEWHERE = (
 
 def check_compatible(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
     """Refuse a checkpoint made with settings that fix the position in the data other than
-    this run's: the error says what differs, where the checkpoint stopped, and what to do."""
-    for key in _SETTINGS:
+    this run's: the error says what differs, where the checkpoint stopped, and what to do.
+
+    Another number of processes is not refused here: ``_resize`` maps the checkpoint's moment
+    onto this run, and refuses only a moment within an epoch that this run cannot reach. The
+    batches per epoch on each process then differ by nature; the order they are dealt from
+    must not (``order_batches``, where both know it)."""
+    resized = manifest.get("world_size") != facts.get("world_size")
+    if resized:
+        _check_resizable(manifest, facts, path)
+    for setting in _SETTINGS:
+        key = "order_batches" if resized and setting == "batches_per_epoch" else setting
         made, now = manifest.get(key), facts.get(key)
-        if made == now:
+        if made == now or (key == "order_batches" and None in (made, now)):
             continue
-        if key == "world_size":
-            raise CheckpointError(
-                f"checkpoint {path} was made on {_processes(made)}, and this run has {now}; "
-                f"{_stopped(path)}. A checkpoint resumes only on the number of processes that "
-                f"made it: {_ELSEWHERE}."
-            )
         raise CheckpointError(
             f"checkpoint {path} was made with {key}={made!r}, but this run has {key}={now!r}; "
             f"{_stopped(path)}. A checkpoint resumes only with the settings that made it "
-            "(processes, training batch size, grad_accumulation_steps, batches per epoch, "
-            f"stages): resume with the same settings, or {_ELSEWHERE}."
+            "(training batch size, grad_accumulation_steps, batches per epoch, stages): resume "
+            f"with the same settings, or {ELSEWHERE}."
         )
+
+
+def _check_resizable(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
+    """Another number of processes: refused for a curriculum (its stages end at optimizer
+    steps, which hold other samples on another number of processes) and for sharded state."""
+    made, now = manifest.get("world_size"), facts.get("world_size")
+    if manifest.get("stages") or facts.get("stages"):
+        why = (
+            "a curriculum's stages end at optimizer steps, and an optimizer step holds other "
+            "samples on another number of processes"
+        )
+    elif facts.get("sharded") or manifest.get("sharded"):
+        why = "its model and optimizer state is sharded by process (FSDP, DeepSpeed)"
+    else:
+        return
+    raise CheckpointError(
+        f"checkpoint {path} was made on {_processes(made)}, and this run has {now}; "
+        f"{_stopped(path)}. {why[0].upper()}{why[1:]}, so it resumes only on "
+        f"{_processes(made)}: resume on {_processes(made)}, or {ELSEWHERE}."
+    )
 
 
 def _processes(count: Any) -> str:
@@ -190,20 +221,22 @@ def _stopped(path: Path) -> str:
         return f"its run had finished (epoch {state.epoch}, {at})"
     if not state.batches_seen_in_epoch:
         return f"it was made at the end of epoch {state.epoch} ({at})"
-    return (
-        f"it was made at batch {state.batches_seen_in_epoch} of epoch {state.epoch + 1} ({at}), "
-        "a position within the epoch that this run cannot map exactly"
-    )
+    return f"it was made at batch {state.batches_seen_in_epoch} of epoch {state.epoch + 1} ({at})"
 
 
-def run_facts(run: Run) -> dict[str, Any]:
-    """What a checkpoint must agree with to resume exactly."""
-    accelerator = run.accelerator
+def run_facts(
+    accelerator: Accelerator, plan: EpochPlan, train_batch_size: int, max_steps: int | None
+) -> dict[str, Any]:
+    """What a checkpoint must agree with to resume exactly (before the offsets of a resume on
+    another number of processes, which ``_resize`` adds). ``max_steps`` is not compared: it
+    tells whether a finished run has anything left to train here."""
     return {
         "format": 2,
         "world_size": accelerator.num_processes,
-        "train_batch_size": run.train_batch_size,
+        "train_batch_size": train_batch_size,
+        "max_steps": max_steps,
         "grad_accumulation_steps": accelerator.gradient_accumulation_steps,
-        **run.plan.facts(),
+        "sharded": accelerator.distributed_type in SHARDED,
+        **plan.facts(),
         "versions": package_versions(),
     }

@@ -92,8 +92,14 @@ def prepare_run(
     loader_options: LoaderOptions,
     metrics: MetricsOption,
     gradient_checkpointing: GradientCheckpointing | None = None,
+    step_offset: Callable[[EpochPlan], int] | None = None,
 ) -> Run:
-    """Loaders, model, metrics, optimizer and scheduler, prepared in Accelerate's order."""
+    """Loaders, model, metrics, optimizer and scheduler, prepared in Accelerate's order.
+
+    ``step_offset`` is asked, once the loaders are prepared and before the schedule is sized,
+    how far the run's ``global_step`` is from what this number of processes would count from
+    the first step (a resume on another number of processes, see ``_resize``): the schedule
+    spans the steps done plus the steps left here."""
     train_data, val_sets = datasets
     stages = train_data if isinstance(train_data, Stages) else None
     if stages is not None and hps.step_scheduler_per_epoch:
@@ -132,7 +138,8 @@ def prepare_run(
     # Before the schedule is sized by the loaders' lengths: an empty one is named, not a 0.
     check_data(plan.loaders, prepared_val)
     steps_per_epoch = math.ceil(len(prepared_train[0]) / accumulation)
-    total_steps = hps.epochs * steps_per_epoch
+    offset = 0 if step_offset is None else step_offset(plan)
+    total_steps = hps.epochs * steps_per_epoch + offset
     if hps.max_steps is not None:
         total_steps = min(total_steps, hps.max_steps)
     if plan.layout is not None:

@@ -29,9 +29,9 @@ a free port (``PET_MASTER_PORT``) so that it cannot meet another test's job on i
 - ``./hatchw run test`` (README.md, docs/index.md): the suite, this test included.
 - ``./hatchw run mkdocs build --strict`` and ``mkdocs serve`` (docs/index.md): the build is
   tests/docs/test_docs_build.py's, with its own checks; ``serve`` serves until stopped.
-- docs/guides/accmt.md's ``./hatchw run main`` / ``accelerate launch`` / ``torchrun`` block: its
-  two-process lines train in ``runs/digits``, the one-process run's folder, and fail there (a
-  run's checkpoints belong to its number of processes) until they name a folder of their own.
+- docs/guides/accmt.md's ``./hatchw run main`` / ``accelerate launch`` / ``torchrun`` block: it
+  trains the main job three more times (once to 40 epochs), which the README's quick start
+  already runs once, and its ``accelerate launch --multi_gpu`` line needs two GPUs.
 - ``accmt launch ... train.py`` (docs/guides/accmt.md) and ``accelerate launch ... train.py``
   (docs/guides/trainer.md): ``train.py`` stands for the reader's script, and most need GPUs.
 - ``optuna-dashboard`` (docs/guides/search.md): serves until stopped, and is not installed here;

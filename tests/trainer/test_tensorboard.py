@@ -4,6 +4,7 @@ hidden), and the hyperparameters sit in the run's own events, in no folder of th
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +62,22 @@ def steps(accumulator: EventAccumulator, tag: str) -> list[int]:
     return [event.step for event in accumulator.Scalars(tag)]
 
 
+def next_second() -> None:
+    """Until the clock's second changes. An events file is named by the second it was opened
+    in, then by a counter compared as text, and TensorBoard reads a folder's files in name
+    order: two starts within one second (as fits in one test process can be) could be read in
+    the wrong order, where starts of a real run, seconds apart, cannot."""
+    start = int(time.time())
+    while int(time.time()) == start:
+        time.sleep(0.01)
+
+
 def test_a_resumed_run_is_one_run_whose_steps_go_on(tmp_path: Path) -> None:
     with pytest.raises(Killed):
         fit(tmp_path, epochs=2, callbacks=[KillAt(7)])  # checkpoint at step 4, logs to 6
+    next_second()
     first = fit(tmp_path, epochs=2)  # resumes at step 4, finishes at 8
+    next_second()
     fit(tmp_path, epochs=3)  # the finished run, given one more epoch: steps 9 to 12
 
     run = tmp_path / "logs" / tmp_path.name

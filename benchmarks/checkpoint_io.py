@@ -90,13 +90,13 @@ def rss_mb() -> float:
 
 
 class Setup:
-    def __init__(self, width: int, layers: int, folder: Path) -> None:
+    def __init__(self, width: int, layers: int, folder: Path, cpu: bool = True) -> None:
         torch.manual_seed(0)
-        self.accelerator = Accelerator(cpu=True)
+        self.accelerator = Accelerator(cpu=cpu)
         model = torch.nn.Sequential(*(torch.nn.Linear(width, width) for _ in range(layers)))
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
-        self.model(torch.randn(2, width)).square().mean().backward()
+        self.model(torch.randn(2, width, device=self.accelerator.device)).square().mean().backward()
         self.optimizer.step()
         self.state = TrainingState()
         self.callbacks = CallbackHandler()
@@ -204,9 +204,13 @@ class Setup:
         self.accelerator.load_state(str(self.folder / "accelerate"))
 
 
-def measure(label: str, width: int, layers: int, repeats: int, place: str | None) -> None:
+def measure(
+    label: str, width: int, layers: int, repeats: int, place: str | None, cpu: bool = True
+) -> None:
+    """Prints the figures of one size in one place; ``cpu=False``: the model and optimizer state
+    on the GPU (benchmarks/gpu.py), so that a save copies it to the host first."""
     with tempfile.TemporaryDirectory(dir=place) as tmp:
-        setup = Setup(width, layers, Path(tmp))
+        setup = Setup(width, layers, Path(tmp), cpu)
         setup.torch_save()
         setup.accelerate_save()
         setup.save(background=False)

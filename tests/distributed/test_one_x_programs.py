@@ -1,8 +1,12 @@
 """accmt 1.x-style training scripts run unchanged through 'accmt launch', on 1 and on 2
-processes."""
+processes. On each number of processes one launch runs the programs in turn
+(workers/one_x_in_turn.py), each into a folder of its own; from_hf's has a launch of its own
+(it needs transformers, and its tests are marked so)."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +28,41 @@ def launch(worker: str, out: Path, nproc: int, *args: str) -> list[dict[str, Any
     return read_ranks(out, nproc)
 
 
+ONE_X_STATE = Path(__file__).parents[1] / "state" / "fixtures" / "accmt1_state.json"
+FORMS = ["steps", "ratio", "range", "list"]
+# The options program first: it counts the DeprecationWarnings its 1.x spellings raise.
+IN_TURN = [
+    "one_x_options.py",
+    "one_x_classifier.py",
+    ":".join(["one_x_curriculum.py", *FORMS]),
+    f"one_x_module.py:{ONE_X_STATE}",
+]
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, int], list[dict[str, Any]]]:
+    """What each process of a program wrote, from the one launch on ``nproc`` processes that
+    ran every program of IN_TURN (launched when a test first asks)."""
+    launches: dict[int, tuple[Path, subprocess.CompletedProcess[str]]] = {}
+
+    def records(program: str, nproc: int) -> list[dict[str, Any]]:
+        if nproc not in launches:
+            out = tmp_path_factory.mktemp(f"one_x_{nproc}")
+            worker = str(WORKERS / "one_x_in_turn.py")
+            launches[nproc] = (
+                out,
+                accmt("launch", "--cpu", "-N", str(nproc), worker, str(out), *IN_TURN),
+            )
+        out, done = launches[nproc]
+        assert done.returncode == 0, done.stderr[-4000:]
+        return read_ranks(out / program, nproc)
+
+    return records
+
+
 @pytest.mark.parametrize("nproc", [1, 2])
-def test_a_1x_classifier_with_a_1x_metric(tmp_path: Path, nproc: int) -> None:
-    records = launch("one_x_classifier.py", tmp_path, nproc)
+def test_a_1x_classifier_with_a_1x_metric(ran: Callable[..., Any], nproc: int) -> None:
+    records = ran("one_x_classifier", nproc)
     for record in records:
         assert (record["world"], record["finished"]) == (nproc, True)
         found = record["metrics"]["validation"]
@@ -38,8 +74,8 @@ def test_a_1x_classifier_with_a_1x_metric(tmp_path: Path, nproc: int) -> None:
 
 
 @pytest.mark.parametrize("nproc", [1, 2])
-def test_a_1x_program_using_1x_s_trainer_options(tmp_path: Path, nproc: int) -> None:
-    records = launch("one_x_options.py", tmp_path, nproc)
+def test_a_1x_program_using_1x_s_trainer_options(ran: Callable[..., Any], nproc: int) -> None:
+    records = ran("one_x_options", nproc)
     for record in records:
         assert (record["world"], record["finished"]) == (nproc, True)
         # sampler_val chose 101 samples: the 1.x metric of one argument, given alone, saw each
@@ -66,11 +102,7 @@ def test_a_1x_program_using_1x_s_trainer_options(tmp_path: Path, nproc: int) -> 
 
 
 @pytest.mark.parametrize("nproc", [1, 2])
-def test_a_1x_curriculum_in_each_of_its_forms(tmp_path: Path, nproc: int) -> None:
-    forms = ["steps", "ratio", "range", "list"]
-    worker = str(WORKERS / "one_x_curriculum.py")
-    done = accmt("launch", "--cpu", "-N", str(nproc), worker, str(tmp_path), *forms)
-    assert done.returncode == 0, done.stderr[-4000:]  # one fit a form, in one job
+def test_a_1x_curriculum_in_each_of_its_forms(ran: Callable[..., Any], nproc: int) -> None:
     # Steps 1-6 on the first dataset, 7-15 on the second, 16-20 on the third: every optimizer
     # step trained on its stage's samples only, whichever form described the stages.
     expected = {str(step): [0 if step <= 6 else 1 if step <= 15 else 2] for step in range(1, 21)}
@@ -78,20 +110,19 @@ def test_a_1x_curriculum_in_each_of_its_forms(tmp_path: Path, nproc: int) -> Non
     # 120 and 40 samples is 3, 8 and 3 optimizer steps (2 passes each, the last cut short); on
     # two, each process's half is 2, 4 and 2 steps (3 passes each).
     passes = {1: 2 + 2 + 2, 2: 3 + 3 + 3}[nproc]
-    for form in forms:
-        for record in read_ranks(tmp_path / form, nproc):
+    for form in FORMS:  # one fit a form, in turn in one process
+        for record in ran(f"one_x_curriculum/{form}", nproc):
             assert record["world"] == nproc, form
             assert record["stages_by_step"] == expected, form
             assert (record["global_step"], record["finished"]) == (20, True), form
             assert record["epochs"] == passes, form
 
 
-ONE_X_STATE = Path(__file__).parents[1] / "state" / "fixtures" / "accmt1_state.json"
-
-
 @pytest.mark.parametrize("nproc", [1, 2])
-def test_a_1x_extended_module_with_1x_helpers_metrics_and_state(tmp_path: Path, nproc: int) -> None:
-    records = launch("one_x_module.py", tmp_path, nproc, str(ONE_X_STATE))
+def test_a_1x_extended_module_with_1x_helpers_metrics_and_state(
+    ran: Callable[..., Any], nproc: int
+) -> None:
+    records = ran("one_x_module", nproc)
     for record in records:
         assert (record["world"], record["finished"]) == (nproc, True)
         # self.step() stepped the optimizer once a batch: 10 batches of 16, 3 epochs (per

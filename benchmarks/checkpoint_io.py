@@ -16,9 +16,11 @@ followed by an fsync of its file, the floor of a durable save. Its load is what 
 before training: choose the newest checkpoint and verify it (digests and kinds of every file),
 read the state and the parts, and Accelerate's load_state. The bare baseline writes and reads
 ``{"model", "optimizer"}`` (``weights_only=True``) over the same file, and loads both state
-dicts. Each save starts after an ``os.sync()``, untimed, so that the kernel's writeback of the
-previous save does not land on whichever save comes next, and after the previous checkpoint's
-commit: checkpoints further apart than a commit takes.
+dicts; "torch.save, new file" writes a new file each time and removes the one before last, as a
+checkpoint must (it cannot overwrite the one it may fall back to, and two are kept): the floor
+of a checkpoint on a disk. Each save starts after an ``os.sync()``, untimed, so that the
+kernel's writeback of the previous save does not land on whichever save comes next, and after
+the previous checkpoint's commit: checkpoints further apart than a commit takes.
 A background save (``checkpoint_async=True``) stalls the caller only for a copy of the state
 into CPU memory; the extra memory is that copy, measured as the process's RSS growth.
 """
@@ -111,6 +113,7 @@ class Setup:
             "versions": {},
         }
         self.index = 0
+        self.bare_index = 0
         self._checkpoints: dict[bool, Checkpoints] = {}
         self.phases: dict[bool, list[dict[str, float]]] = {False: [], True: []}
         self._phase: dict[str, float] | None = None  # the parts of the save under way
@@ -184,6 +187,15 @@ class Setup:
         state = {"model": model.state_dict(), "optimizer": self.optimizer.state_dict()}
         torch.save(state, self.folder / "bare.pt")
 
+    def torch_save_new_file(self) -> None:
+        """torch.save into a new file, the one before last removed: a checkpoint's floor, which
+        cannot overwrite the checkpoint it may have to fall back to, and keeps two."""
+        self.bare_index += 1
+        path = self.folder / f"bare_{self.bare_index}.pt"
+        model = self.accelerator.unwrap_model(self.model)
+        torch.save({"model": model.state_dict(), "optimizer": self.optimizer.state_dict()}, path)
+        (self.folder / f"bare_{self.bare_index - 2}.pt").unlink(missing_ok=True)
+
     def torch_save_synced(self) -> None:
         self.torch_save()
         descriptor = os.open(self.folder / "bare.pt", os.O_RDONLY)
@@ -225,6 +237,7 @@ def measure(
                 "accmt checkpoint": checkpoint,
                 "torch.save": setup.torch_save,
                 "torch.save + fsync": setup.torch_save_synced,
+                "torch.save, new file": setup.torch_save_new_file,
                 "Accelerate save_state": setup.accelerate_save,
             },
             repeats,
@@ -264,7 +277,12 @@ def measure(
             f"{_ms(seconds, min, bare)}".rstrip()
         )
     for background, mode in ((False, "sync"), (True, "async")):
-        for floor, short in (("torch.save", "torch"), ("torch.save + fsync", "torch+fsync")):
+        floors = (
+            ("torch.save", "torch"),
+            ("torch.save + fsync", "torch+fsync"),
+            ("torch.save, new file", "torch new"),
+        )
+        for floor, short in floors:
             bare = saves[floor]
             print(
                 f"  {mode + ' save: training stalls':<37} "

@@ -48,6 +48,8 @@ def reshard(model: torch.nn.Module) -> None:
     the sanity check) would leave the root's parameters whole, in place of the shards the
     optimizer steps and a sharded checkpoint saves.
     """
+    if "torch.distributed.fsdp" not in sys.modules:
+        return  # nothing imported FSDP in this process: the model cannot be sharded by it
     try:
         from torch.distributed.fsdp import FSDPModule
     except ImportError:  # torch before 2.6, whose FSDP2 Accelerate does not use

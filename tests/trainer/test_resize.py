@@ -216,3 +216,13 @@ def test_sharded_state_resumes_only_on_its_number_of_processes(tmp_path: Path) -
     made = {**facts(2), "train_batch_size": 8, "sharded": True}
     with pytest.raises(CheckpointError, match="Its model and optimizer state is sharded by"):
         check_compatible(made, {**facts(1), "train_batch_size": 8}, tmp_path)
+
+
+def test_sharded_state_resumes_only_into_a_sharded_run(tmp_path: Path) -> None:
+    made = {**facts(2), "train_batch_size": 8, "sharded": True}
+    now = {**facts(2), "train_batch_size": 8, "sharded": False}
+    with pytest.raises(CheckpointError, match=r"sharded by process .*this run's is whole on each"):
+        check_compatible(made, now, tmp_path)
+    with pytest.raises(CheckpointError, match="state whole on each process, and this run's is sh"):
+        check_compatible(now, made, tmp_path)
+    check_compatible({key: value for key, value in now.items() if key != "sharded"}, now, tmp_path)

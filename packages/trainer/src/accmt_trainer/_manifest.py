@@ -25,8 +25,8 @@ from safetensors import safe_open
 
 from accmt_state import StateError, TrainingState, read_json
 
-from ._dcp import METADATA, SHARD, check_metadata, check_shard
 from ._errors import CheckpointError
+from ._resize import processes
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -38,6 +38,9 @@ DIGEST = "xxh3_128"
 _BLOCK = 1 << 22
 # Accelerate's RNG states: torch.save archives it loads with weights_only=True.
 _RNG_FILES = "random_states_"
+# The files of a torch.distributed.checkpoint folder (FSDP's sharded state dicts), checked by
+# ``_dcp``: imported only for a checkpoint that holds them, as it imports that package.
+_DCP_METADATA, _DCP_SHARD = ".metadata", ".distcp"
 # Distributed types whose model and optimizer state is split by process.
 SHARDED = {
     DistributedType.FSDP,
@@ -93,9 +96,13 @@ def _check_kind(path: Path, name: str) -> None:
     torch.distributed.checkpoint folder (FSDP's sharded state dicts: ``_dcp``)."""
     suffix = path.suffix
     try:
-        if METADATA in (suffix, path.name):
+        if path.name == _DCP_METADATA:
+            from ._dcp import check_metadata
+
             check_metadata(path)
-        elif suffix == SHARD:
+        elif suffix == _DCP_SHARD:
+            from ._dcp import check_shard
+
             check_shard(path)
         elif suffix == ".json":
             json.loads(path.read_text(encoding="utf-8"))
@@ -119,7 +126,7 @@ def _check_kind(path: Path, name: str) -> None:
                 "with Trainer.register_for_checkpointing, never as pickles"
             )
     except Exception as error:
-        kind = METADATA if path.name == METADATA else suffix or "file"
+        kind = _DCP_METADATA if path.name == _DCP_METADATA else suffix or "file"
         raise CheckpointError(f"{name} is not a valid {kind}: {error}") from error
 
 
@@ -173,6 +180,7 @@ def check_compatible(manifest: Mapping[str, Any], facts: Mapping[str, Any], path
     resized = manifest.get("world_size") != facts.get("world_size")
     if resized:
         _check_resizable(manifest, facts, path)
+    _check_sharding(manifest, facts, path)
     for setting in _SETTINGS:
         key = "order_batches" if resized and setting == "batches_per_epoch" else setting
         made, now = manifest.get(key), facts.get(key)
@@ -183,6 +191,20 @@ def check_compatible(manifest: Mapping[str, Any], facts: Mapping[str, Any], path
             f"{_stopped(path)}. A checkpoint resumes only with the settings that made it "
             "(training batch size, grad_accumulation_steps, batches per epoch, stages): resume "
             f"with the same settings, or {ELSEWHERE}."
+        )
+
+
+def _check_sharding(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
+    """Sharded state (FSDP, DeepSpeed) resumes only into a sharded run, and whole state only
+    into a whole one: refused here, before anything is moved, rather than by Accelerate's load.
+    A manifest from before ``sharded`` was recorded held whole state."""
+    made, now = bool(manifest.get("sharded")), bool(facts.get("sharded"))
+    if made != now:
+        held = {True: "sharded by process (FSDP, DeepSpeed)", False: "whole on each process"}
+        raise CheckpointError(
+            f"checkpoint {path} holds model and optimizer state {held[made]}, and this run's is "
+            f"{held[now]}; {_stopped(path)}. Resume with the distributed setup that made it, or "
+            f"{ELSEWHERE}."
         )
 
 
@@ -200,14 +222,10 @@ def _check_resizable(manifest: Mapping[str, Any], facts: Mapping[str, Any], path
     else:
         return
     raise CheckpointError(
-        f"checkpoint {path} was made on {_processes(made)}, and this run has {now}; "
+        f"checkpoint {path} was made on {processes(made)}, and this run has {now}; "
         f"{_stopped(path)}. {why[0].upper()}{why[1:]}, so it resumes only on "
-        f"{_processes(made)}: resume on {_processes(made)}, or {ELSEWHERE}."
+        f"{processes(made)}: resume on {processes(made)}, or {ELSEWHERE}."
     )
-
-
-def _processes(count: Any) -> str:
-    return "1 process" if count == 1 else f"{count} processes"
 
 
 def _stopped(path: Path) -> str:

@@ -3,7 +3,6 @@ its owners and loop), from the Trainer's options to the run's end."""
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,8 +152,12 @@ class Fit:
                 loop.fit(resuming)
             checkpoints.wait()
         except BaseException as error:
-            with contextlib.suppress(Exception):
+            try:
                 checkpoints.wait()  # the write in flight ends before the error leaves fit
+            except Exception as failed:  # said, not raised: the first error is the one to see
+                logger.error(
+                    "the checkpoint being written when fit failed did not finish: %s", failed
+                )
             callbacks.dispatch_exception(error)
             raise
         finally:

@@ -118,6 +118,7 @@ class TrainingLoop:
             self._evaluate()
         self.state.finished = self.reached_end()
         self.checkpoint()
+        self.owners.checkpoints.wait()  # on_fit_end finds the last checkpoint synced, the old gone
         self.callbacks.call("on_fit_end")
 
     def _resume(self, folder: Path) -> Iterator[Any] | None:

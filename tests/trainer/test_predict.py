@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 import torch
-from safetensors.torch import save_file
+from accelerate import Accelerator
+from safetensors.torch import load_file, save_file
 
 from accmt_metrics import Accuracy
 from accmt_trainer import (
@@ -156,3 +157,26 @@ def test_load_weights_reads_safetensors_only(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(TrainerConfigError, match=r"shards must be \.safetensors files"):
         load_weights(Classifier(), tmp_path)
+
+
+class TiedHead(torch.nn.Module):
+    """An LM's shape: the output layer shares the embedding's weight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = torch.nn.Embedding(10, 4)
+        self.head = torch.nn.Linear(4, 10, bias=False)
+        self.head.weight = self.embedding.weight
+
+
+def test_tied_weights_saved_once_load_into_both_names(tmp_path: Path) -> None:
+    saved = TiedHead()
+    Accelerator(cpu=True).save_model(saved, tmp_path)  # stores the tied weight once
+    assert list(load_file(str(tmp_path / "model.safetensors"))) == ["embedding.weight"]
+    fresh = TiedHead()
+    load_weights(fresh, tmp_path)
+    assert torch.equal(fresh.head.weight, saved.embedding.weight)
+    untied = TiedHead()
+    untied.head.weight = torch.nn.Parameter(torch.zeros(10, 4))  # no longer shares it
+    with pytest.raises(TrainerConfigError, match=r"missing \['head.weight'\]"):
+        load_weights(untied, tmp_path)

@@ -36,13 +36,35 @@ def load_weights(target: AcceleratorModule | torch.nn.Module, path: str | os.Pat
     model = target if isinstance(target, torch.nn.Module) else target.model
     source = weights_file(Path(path))
     try:
-        extract_model_from_parallel(model).load_state_dict(_tensors(source), strict=True)
+        _load(extract_model_from_parallel(model), _tensors(source))
     except RuntimeError as error:
         raise TrainerConfigError(
             f"load_weights({str(path)!r}): the saved weights do not fit "
             f"{type(model).__name__}: {error}"
         ) from error
     return source
+
+
+def _load(model: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> None:
+    """Every parameter and buffer of ``model`` from ``tensors``, by name and shape. A name
+    missing from ``tensors`` is allowed only where the model ties it to one they hold (an LM
+    head tied to its embedding): safetensors stores a tied tensor once, and Accelerate's
+    save_model drops the other names."""
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    aliases = _aliases(model)
+    untied = [name for name in missing if not aliases[name] & tensors.keys()]
+    if untied or unexpected:
+        raise RuntimeError(f"missing {untied}, unexpected {list(unexpected)}")
+
+
+def _aliases(model: torch.nn.Module) -> dict[str, set[str]]:
+    """Each name of the model's state, and the names of those sharing its storage."""
+    by_storage: dict[tuple[int, int], set[str]] = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        # An empty tensor has no storage to share: it is its own.
+        where = (tensor.data_ptr(), tensor.nbytes) if tensor.nbytes else (id(tensor), 0)
+        by_storage.setdefault(where, set()).add(name)
+    return {name: names for names in by_storage.values() for name in names}
 
 
 def _tensors(source: Path) -> dict[str, torch.Tensor]:

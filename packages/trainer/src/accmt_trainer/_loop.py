@@ -118,7 +118,9 @@ class TrainingLoop:
             self._evaluate()
         self.state.finished = self.reached_end()
         self.checkpoint()
-        self.owners.checkpoints.wait()  # on_fit_end finds the last checkpoint synced, the old gone
+        # Every process's on_fit_end finds the last checkpoint synced and the oldest removed.
+        self.owners.checkpoints.wait()
+        self.run.accelerator.wait_for_everyone()
         self.callbacks.call("on_fit_end")
 
     def _resume(self, folder: Path) -> Iterator[Any] | None:

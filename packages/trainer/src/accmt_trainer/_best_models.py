@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import torch
 from accelerate import Accelerator
-from accelerate.utils import convert_file_size_to_int
 
 from accmt_state import write_json
 
 from ._errors import TrainerConfigError
 from ._folders import recover_folder, replace_folder
 from ._nonfinite import NonFiniteGuard
-from ._option_checks import check_patience
+from ._option_checks import check_patience, check_shard_size
 from ._saving_rules import SavingRule, parse_rule
 
 if TYPE_CHECKING:
@@ -155,20 +154,6 @@ def choose_rules(
     if registered:
         return list(registered.values())
     return [parse_rule("best_valid_loss" if has_validation else "best_train_loss")]
-
-
-def check_shard_size(value: int | str) -> int | str:
-    """``max_shard_size``: bytes, or a size such as ``"10GB"`` or ``"500MB"``."""
-    try:
-        valid = convert_file_size_to_int(value) > 0 and not isinstance(value, bool)
-    except (ValueError, TypeError, AttributeError):
-        valid = False
-    if not valid:
-        raise TrainerConfigError(
-            f"Trainer(max_shard_size=...): expected a number of bytes or a size such as "
-            f"'10GB' or '500MB', got {value!r}"
-        )
-    return value
 
 
 def patience_per_rule(

@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ._data_checks import check_not_empty
 from ._errors import TrainerConfigError
 from ._option_checks import check_mapping
 
@@ -39,8 +40,7 @@ def check_stage_dataset(where: str, dataset: Any) -> None:
             f"{where}: expected a map-style dataset (with __len__ and __getitem__), got "
             f"{type(dataset).__name__}"
         )
-    if len(dataset) == 0:
-        raise TrainerConfigError(f"{where}: the dataset is empty (0 samples)")
+    check_not_empty(dataset, f"{where}: the dataset")
 
 
 def check_loader_kwargs(where: str, kwargs: Any) -> dict[str, Any]:

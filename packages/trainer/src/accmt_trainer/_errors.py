@@ -12,6 +12,10 @@ class TrainerConfigError(TrainerError, ValueError):
     """An option of the Trainer, or of its run, is invalid. The message names it."""
 
 
+class FolderInUseError(TrainerConfigError):
+    """Another run holds the output folder (its lock names the run's host and process)."""
+
+
 class HyperParametersError(TrainerError, ValueError):
     """A hyperparameter is unknown or has a bad value.
 

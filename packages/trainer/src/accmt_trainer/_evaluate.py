@@ -3,19 +3,21 @@ their metrics, on any number of processes, each sample once."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState
 
+from ._console import logger
+from ._data_checks import check_not_empty
 from ._errors import TrainerConfigError
 from ._evaluation import Evaluation, Results
-from ._inference import Weights, check_set, inference, inference_loader
+from ._inference import Weights, inference, inference_loader
+from ._loaders import named_sets
+from ._metric_sets import MetricsOption, metrics_per_set
 from ._module import overrides
 from ._sanity_check import check_module
-from ._setup import MetricsOption, metrics_per_set, named_sets
 from ._trackers import start_trackers
 
 if TYPE_CHECKING:
@@ -23,8 +25,6 @@ if TYPE_CHECKING:
 
     from ._module import AcceleratorModule
     from ._trainer import Trainer
-
-logger = logging.getLogger("accmt_trainer")
 
 TEST_SET = "test"
 """The name a single dataset is evaluated under (the ``key`` its step is given)."""
@@ -43,7 +43,7 @@ def evaluate(
     if not sets:
         raise TrainerConfigError("Trainer.evaluate(data={}): there is no set to evaluate")
     for key, dataset in sets.items():
-        check_set(dataset, f"Trainer.evaluate(data=...): set {key!r}")
+        check_not_empty(dataset, f"Trainer.evaluate(data=...): set {key!r}: the dataset")
     chosen = trainer.evaluation_options.metrics if metrics is None else metrics
     # Each sample is seen once: the metrics have nothing to drop (num_samples=None).
     per_set = metrics_per_set(chosen, dict.fromkeys(sets))
@@ -54,9 +54,7 @@ def evaluate(
             for key, dataset in sets.items()
         }
         tracking = trainer.logging_options
-        if tracking.log_with:
-            config = {**trainer.hps.to_dict(), **tracking.additional_tracker_config}
-            start_trackers(accelerator, tracking.track_name, config, tracking.tracker_init_kwargs)
+        start_trackers(accelerator, tracking, trainer.hps.to_dict())
 
         def log(values: Mapping[str, float]) -> None:
             if accelerator.is_main_process:
@@ -82,5 +80,5 @@ def evaluate(
             options=trainer.evaluation_options,
             method=method,
         )
-        results = evaluation.run()
+        results = evaluation.evaluate()
     return results if isinstance(data, Mapping) else results[TEST_SET]

@@ -17,10 +17,11 @@ from accmt_metrics import Metric
 
 from ._consolidation import MetricConsolidation
 from ._fsdp import reshard
+from ._loaders import length_or_none
 from ._loss_window import LossWindow
+from ._metric_sets import MetricsOption
 from ._monitor import Monitor
 from ._option_checks import option, positive_int
-from ._setup import MetricsOption, length_or_none
 from ._step_outputs import split_validation_output, validation_call
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class Evaluation:
         """Whether the latest evaluation saw the weights of the current optimizer step."""
         return self.state.last_evaluation_step == self.state.global_step
 
-    def run(self) -> Results:
+    def evaluate(self) -> Results:
         """Evaluate every set; record and log the results. The loop fires the hooks around it."""
         with self._evaluating():
             results = {key: self._evaluate_set(key, loader) for key, loader in self.loaders.items()}

@@ -13,16 +13,18 @@ from accmt_state import TrainingState
 
 from ._accelerator import make_accelerator
 from ._checkpoints import Checkpoints
-from ._console import console_lines, finished_line, logger, start_line
+from ._console import console_lines, logger
+from ._data_checks import check_datasets
 from ._folder_lock import FolderLock
 from ._fsdp import warn_if_not_sharded
 from ._loop import TrainingLoop
 from ._manifest import run_facts
 from ._owners import build_loop
 from ._resize import Start, resize_warning
-from ._sanity_check import check_datasets, check_names, check_writable
+from ._sanity_check import check_names, check_writable
 from ._setup import Run, prepare_run
 from ._signals import stop_on_signals
+from ._start_lines import finished_line, start_line
 from ._trackers import start_trackers
 from ._untouched import untouched_unless
 
@@ -125,7 +127,8 @@ class Fit:
             check_names(reported, rules, list(trainer.callbacks.callbacks))
         self.started = True  # from here on the run writes into its folders
         checkpoints.clear_way(options.resume, resuming)
-        self._start_trackers(state.global_step + 1 if resuming else 0)
+        hps, first_step = trainer.hps.to_dict(), state.global_step + 1 if resuming else 0
+        start_trackers(accelerator, trainer.logging_options, hps, first_step=first_step)
         if accelerator.is_main_process:
             if resuming is not None and start.made_on is not None:
                 made_on, now_on = start.made_on, accelerator.num_processes
@@ -134,16 +137,6 @@ class Fit:
             line = start_line(trainer.model_path, start, state, run, batches)
             logger.info("%s", line)
         return self._drive(loop, resuming)
-
-    def _start_trackers(self, first_step: int) -> None:
-        """The trackers, logging from ``first_step`` on (see :func:`start_trackers`)."""
-        trainer, options = self.trainer, self.trainer.logging_options
-        if options.log_with:
-            config = {**trainer.hps.to_dict(), **options.additional_tracker_config}
-            init_kwargs = options.tracker_init_kwargs
-            start_trackers(
-                self.accelerator, options.track_name, config, init_kwargs, first_step=first_step
-            )
 
     def _drive(self, loop: TrainingLoop, resuming: Path | None) -> TrainingState:
         checkpoints, callbacks = loop.owners.checkpoints, self.trainer.callbacks

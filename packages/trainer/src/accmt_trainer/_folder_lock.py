@@ -22,14 +22,10 @@ from accelerate import Accelerator
 from accelerate.utils import broadcast_object_list
 from filelock import FileLock, Timeout
 
-from ._errors import TrainerConfigError
+from ._errors import FolderInUseError
 
 LOCK = ".accmt.lock"
 HOLDER = ".accmt.lock.holder.json"
-
-
-class FolderInUseError(TrainerConfigError):
-    """Another run holds the output folder."""
 
 
 class FolderLock:

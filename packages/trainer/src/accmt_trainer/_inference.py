@@ -23,9 +23,9 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from ._accelerator import make_accelerator
 from ._errors import TrainerConfigError
+from ._loaders import evaluation_loader
 from ._process_group import ProcessGroupScope
 from ._saving_rules import parse_rule
-from ._setup import evaluation_loader
 from ._weights import load_weights
 
 if TYPE_CHECKING:
@@ -86,16 +86,6 @@ def inference_loader(
     placement = None if trainer.loader_options.device_placement else False
     prepared: DataLoader[Any] = accelerator.prepare_data_loader(loader, device_placement=placement)
     return prepared
-
-
-def check_set(dataset: Any, where: str) -> None:
-    """A set to evaluate or predict must have samples, where it can say how many."""
-    try:
-        empty = len(dataset) == 0
-    except TypeError:
-        return
-    if empty:
-        raise TrainerConfigError(f"{where}: the dataset is empty (0 samples)")
 
 
 def resolve_weights(model_path: Path, weights: Weights, call: str) -> Path | None:

@@ -273,7 +273,7 @@ class TrainingLoop:
     def _evaluate(self) -> None:
         self.owners.guard.check()
         self.callbacks.call("on_evaluation_start")
-        results = self.owners.evaluation.run()
+        results = self.owners.evaluation.evaluate()
         self.owners.progress.show_evaluation(evaluation_postfix(results))
         if self.run.accelerator.is_main_process:
             logger.info("%s", metrics_line(self.state, self.run.epochs, results))

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
+from accelerate.utils import convert_file_size_to_int
 
 from ._errors import TrainerConfigError
 
@@ -92,3 +93,17 @@ def check_patience(patience: int | Mapping[str, int] | None) -> dict[str, int] |
     if patience is None or isinstance(patience, int):
         return positive_int("patience", patience, allow_none=True)  # type: ignore[no-any-return]
     return {rule: positive_int(f"patience[{rule!r}]", value) for rule, value in patience.items()}
+
+
+def check_shard_size(value: int | str) -> int | str:
+    """``max_shard_size``: bytes, or a size such as ``"10GB"`` or ``"500MB"``."""
+    try:
+        valid = convert_file_size_to_int(value) > 0 and not isinstance(value, bool)
+    except (ValueError, TypeError, AttributeError):
+        valid = False
+    if not valid:
+        raise TrainerConfigError(
+            f"Trainer(max_shard_size=...): expected a number of bytes or a size such as "
+            f"'10GB' or '500MB', got {value!r}"
+        )
+    return value

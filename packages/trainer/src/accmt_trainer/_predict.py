@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,12 +13,14 @@ from accelerate import Accelerator
 from accelerate.utils import convert_file_size_to_int, gather_object
 from tqdm.auto import tqdm
 
-from ._best_models import check_shard_size
+from ._data_checks import check_not_empty
 from ._errors import TrainerConfigError
 from ._folders import replace_folder
-from ._inference import Weights, check_set, inference, inference_loader
+from ._inference import Weights, inference, inference_loader
 from ._module import overrides
+from ._option_checks import check_shard_size
 from ._predictions import ShardWriter, Structure, concatenate, flatten, samples_in, write_index
+from ._progress_bar import shows_progress
 from ._sanity_check import check_module, check_writable
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def predict(
     """See :meth:`Trainer.predict`."""
     call = "Trainer.predict"
     check_module(module, call)
-    check_set(data, f"{call}(data=...)")
+    check_not_empty(data, f"{call}(data=...): the dataset")
     if not overrides(module, "predict_step"):
         raise TrainerConfigError(f"{call}: {type(module).__name__} must override predict_step")
     folder = None if output_dir is None else Path(output_dir)
@@ -55,7 +56,7 @@ def predict(
     with inference(trainer, module, weights, call) as accelerator:
         loader = inference_loader(accelerator, trainer, module, data)
         if folder is None:
-            structure, batches = _run(accelerator, trainer, module, loader, None)
+            structure, batches = _predict_batches(accelerator, trainer, module, loader, None)
             return _assembled(accelerator, structure, batches)
         staging = folder.with_name(f".tmp-{folder.name}")
         if accelerator.is_main_process:
@@ -64,7 +65,7 @@ def predict(
         accelerator.wait_for_everyone()
         limit = convert_file_size_to_int(max_shard_size)
         writer = ShardWriter(staging, accelerator.process_index, limit)
-        structure, _ = _run(accelerator, trainer, module, loader, writer)
+        structure, _ = _predict_batches(accelerator, trainer, module, loader, writer)
         writer.flush()
         everyone = gather_object([(structure, writer.written)])
         structure = _agreed([part[0] for part in everyone])
@@ -75,7 +76,7 @@ def predict(
         return folder
 
 
-def _run(
+def _predict_batches(
     accelerator: Accelerator,
     trainer: Trainer,
     module: AcceleratorModule,
@@ -84,8 +85,8 @@ def _run(
 ) -> tuple[Structure | None, Batches]:
     """This process's batches through ``predict_step``: kept, or handed to ``writer``."""
     rank, processes = accelerator.process_index, accelerator.num_processes
-    shown = trainer.logging_options.progress_bar and accelerator.is_main_process
-    bar = tqdm(total=len(loader), desc="predict", disable=not (shown and sys.stderr.isatty()))
+    shown = shows_progress(trainer.logging_options.progress_bar, accelerator.is_main_process)
+    bar = tqdm(total=len(loader), desc="predict", disable=not shown)
     structure: Structure | None = None
     kept: Batches = []
     model = module.model

@@ -11,6 +11,12 @@ from tqdm.auto import tqdm
 from ._console import number
 
 
+def shows_progress(enabled: bool, is_main_process: bool) -> bool:
+    """The rule of every bar: shown when asked, on the main process, when stderr is a
+    terminal (a bar in a log file is noise)."""
+    return enabled and is_main_process and sys.stderr.isatty()
+
+
 class ProgressBar:
     """A tqdm bar on the main process only, off when asked or when stderr is not a terminal.
 
@@ -18,7 +24,7 @@ class ProgressBar:
     shown on the next epochs' bars until the next evaluation."""
 
     def __init__(self, enabled: bool, is_main_process: bool) -> None:
-        self._enabled = enabled and is_main_process and sys.stderr.isatty()
+        self._enabled = shows_progress(enabled, is_main_process)
         self._bar: Any = None
         self._training: dict[str, str] = {}
         self._evaluation: dict[str, str] = {}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -26,36 +25,6 @@ def check_module(module: AcceleratorModule, call: str = "Trainer.fit") -> None:
         raise TrainerConfigError(
             f"{call}: {type(module).__name__}.model must be set to a torch.nn.Module first"
         )
-
-
-def check_datasets(train_dataset: Any, val_sets: Mapping[str, Any]) -> None:
-    """No dataset with a length may be empty (a shuffling loader refuses one obscurely)."""
-    for where, dataset in [("train_dataset", train_dataset), *val_sets.items()]:
-        try:
-            empty = len(dataset) == 0
-        except TypeError:
-            continue
-        if empty:
-            named = "train_dataset" if where == "train_dataset" else f"validation set {where!r}"
-            raise TrainerConfigError(f"Trainer.fit: {named} is empty (0 samples)")
-
-
-def check_data(train_loaders: Sequence[Any], val_loaders: Mapping[str, Any]) -> None:
-    """No loader of the run may be empty (``train_loaders``: one, or one per stage)."""
-    for stage, train_loader in enumerate(train_loaders):
-        if len(train_loader) == 0:
-            which = f"stage {stage} of " if len(train_loaders) > 1 else ""
-            raise TrainerConfigError(
-                f"Trainer.fit(train_dataset=...): {which}the training data gives no batch "
-                f"({_size(train_loader)}); give it samples, or a smaller batch size or "
-                "dataloader_drop_last=False"
-            )
-    for key, loader in val_loaders.items():
-        if len(loader) == 0:
-            raise TrainerConfigError(
-                f"Trainer.fit(val_dataset=...): validation set {key!r} gives no batch "
-                f"({_size(loader)}); give it samples, or leave it out"
-            )
 
 
 def check_writable(folders: Iterable[tuple[str, Path]]) -> None:
@@ -116,12 +85,3 @@ def _check_name(
             f"{suggest(name, names)}; validation_step returns the loss as 'loss' and each "
             "metric under its name"
         )
-
-
-def _size(loader: Any) -> str:
-    dataset = getattr(loader, "dataset", None)
-    try:
-        samples = f"{len(dataset)} samples" if dataset is not None else "unknown size"
-    except TypeError:
-        samples = "unknown size"
-    return f"{samples}, batch size {getattr(loader, 'batch_size', '?')}"

@@ -4,7 +4,6 @@ giving them artifacts (files and folders)."""
 from __future__ import annotations
 
 import importlib.util
-import logging
 import shutil
 import warnings
 from collections.abc import Mapping
@@ -14,12 +13,12 @@ from typing import Any, Literal, cast
 import attrs
 from accelerate import Accelerator
 
+from ._console import logger
 from ._errors import ArtifactNotFoundError, TrainerConfigError
 from ._monitor import Monitor
 from ._option_checks import check_mapping, log_every_value
 
 LogWith = str | list[str] | None
-logger = logging.getLogger("accmt_trainer")
 
 
 def resolve_trackers(log_with: LogWith) -> list[str] | None:
@@ -117,14 +116,15 @@ def check_tracker_kwargs(init_kwargs: Any, log_with: list[str] | None) -> dict[s
 
 def start_trackers(
     accelerator: Accelerator,
-    name: str,
-    config: Mapping[str, Any],
-    init_kwargs: Mapping[str, Any],
+    options: LoggingOptions,
+    hyperparameters: Mapping[str, Any],
     *,
     first_step: int | None = None,
 ) -> None:
-    """Start the run's trackers with the run's configuration; ``init_kwargs`` maps a tracker's
-    name to its own arguments (``{"mlflow": {"run_name": ...}}``).
+    """Start the trackers ``options`` names (none when it logs nowhere) with the run's
+    configuration: its ``hyperparameters`` and ``additional_tracker_config``;
+    ``tracker_init_kwargs`` maps a tracker's name to its own arguments
+    (``{"mlflow": {"run_name": ...}}``).
 
     TensorBoard keeps one run across a fit's starts, in ``logging_dir/<name>``: each start adds
     an events file there, and the hyperparameters go into that run's own events, not into a
@@ -133,11 +133,13 @@ def start_trackers(
     (each start's). ``first_step``, the first step a fit logs, hides what an earlier start
     logged from there on (a run killed after its last checkpoint logged steps that its resume
     logs again)."""
-    arguments = {tracker: dict(values) for tracker, values in init_kwargs.items()}
+    if not options.log_with:
+        return
+    arguments = {tracker: dict(values) for tracker, values in options.tracker_init_kwargs.items()}
     if first_step is not None:
         arguments["tensorboard"] = {"purge_step": first_step, **arguments.get("tensorboard", {})}
-    accelerator.init_trackers(name, config=None, init_kwargs=arguments)
-    flat = flatten(config)
+    accelerator.init_trackers(options.track_name, config=None, init_kwargs=arguments)
+    flat = flatten({**hyperparameters, **options.additional_tracker_config})
     for tracker in accelerator.trackers:
         if tracker.name == "tensorboard":
             _tensorboard_hparams(tracker.tracker, flat, first_step)

@@ -25,7 +25,9 @@ from ._fit import Fit, OfLatestFit
 from ._former_options import refuses_former_options
 from ._hyperparameters import HyperParameters
 from ._inference import Weights
+from ._loaders import LoaderOptions, named_sets
 from ._manual_steps import ManualSteps
+from ._metric_sets import MetricsOption
 from ._module import AcceleratorModule
 from ._monitor import Monitor
 from ._nonfinite import NonFinitePolicy
@@ -34,7 +36,6 @@ from ._predict import predict
 from ._process_group import ProcessGroupScope
 from ._sanity_check import check_module
 from ._saving_rules import SavingRule, parse_rule
-from ._setup import LoaderOptions, MetricsOption, named_sets
 from ._stages import TrainData, training_data
 from ._trackers import LoggingOptions, LogWith, log_artifact
 

@@ -32,8 +32,8 @@ from ._progress import TrialProgress
 from ._report import summary, write_csv
 from ._resolve import TrialConfig, resolve
 from ._result import SearchResult
-from ._signals import StopRequest
 from ._space import Space
+from ._stop_request import StopRequest
 from ._study import (
     RECORD,
     Tally,
@@ -84,11 +84,11 @@ class SearchRun:
     setup: TrialSetup
     space: Space
     options: Options
-    signals: StopRequest
+    stop_request: StopRequest
 
     def execute(self, plan: TrialPlan, trial: optuna.Trial | None) -> TrialOutcome:
         """Run ``plan`` on this process with the others; tidy its folder once it ended."""
-        outcome = run_trial(plan, self.setup, self.link, trial, self.signals)
+        outcome = run_trial(plan, self.setup, self.link, trial, self.stop_request)
         ended = outcome.kind != "interrupted"
         if ended and not self.options.keep_checkpoints and self.link.is_local_main:
             remove_checkpoints(plan.folder)
@@ -151,7 +151,7 @@ class Lead:
             progress.show(tally.finished, best_value(trials, self.study.direction))
             if tally.finished >= n_trials:
                 return False
-            if self.run.signals():
+            if self.run.stop_request():
                 return True
             if tally.may_start(n_trials):
                 if self._one_trial():
@@ -163,7 +163,7 @@ class Lead:
         """Run one trial; True when a signal interrupted it (it is queued to run again)."""
         self.study.optimize(self._objective, n_trials=1, catch=(TrialEnded,))
         if self.last is None:
-            return self.run.signals()
+            return self.run.stop_request()
         ended, self.last = self.last, None
         outcome = ended.outcome
         if outcome.kind == "invalid":

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from ._parallel import fences, parallel_figure
+from ._parallel_coordinates import fences, parallel_figure
 from ._study import record_of
 
 if TYPE_CHECKING:

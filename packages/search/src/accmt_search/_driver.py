@@ -10,7 +10,6 @@ None)`` while it waits for trials running elsewhere, then ``("done", SearchResul
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from accmt_trainer import HyperParameters, HyperParametersError
 
 from ._console import trial_line, without_optuna_trial_lines
 from ._errors import SearchConfigError, StudyError
+from ._log import logger
 from ._plots import write_plots
 from ._processes import ProcessLink
 from ._progress import TrialProgress
@@ -47,8 +47,6 @@ from ._study import (
     retry,
 )
 from ._trial import TrialOutcome, TrialPlan, TrialSetup, remove_checkpoints, run_trial
-
-logger = logging.getLogger("accmt_search")
 
 
 class TrialEnded(Exception):

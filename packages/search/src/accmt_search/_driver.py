@@ -24,7 +24,7 @@ from optuna.trial import FrozenTrial, TrialState
 from accmt_trainer import HyperParameters, HyperParametersError
 
 from ._console import trial_line, without_optuna_trial_lines
-from ._errors import SearchConfigError, StudyError
+from ._errors import SearchConfigError, StudyError, TrialEnded
 from ._log import logger
 from ._plots import write_plots
 from ._processes import ProcessLink
@@ -47,11 +47,6 @@ from ._study import (
     retry,
 )
 from ._trial import TrialOutcome, TrialPlan, TrialSetup, remove_checkpoints, run_trial
-
-
-class TrialEnded(Exception):
-    """Raised to optuna (never to user code) to record a trial as failed: by its own error,
-    interrupted by a signal (then queued again), or asked past n_trials."""
 
 
 @attrs.frozen

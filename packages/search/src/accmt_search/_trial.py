@@ -19,9 +19,9 @@ from accelerate.utils import set_seed
 from accmt_callbacks import Callback
 from accmt_trainer import Trainer
 
-from ._errors import StudyError
+from ._errors import MetricNameError, StudyError
 from ._log import logger
-from ._metrics import EvaluationMetrics, MetricNameError, objective_value
+from ._metrics import EvaluationMetrics, objective_value
 from ._objective import Objective, check_objective, read_objective
 from ._processes import ProcessLink
 from ._resolve import TrialConfig

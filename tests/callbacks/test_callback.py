@@ -110,3 +110,26 @@ def test_hooks_are_listed_in_the_order_a_training_step_fires_them() -> None:
     start = HOOKS.index("on_before_training_step")
     assert HOOKS[start : HOOKS.index("on_after_training_step") + 1] == TRAINING_STEP
     assert HOOKS[0] == "on_fit_start"
+
+
+def test_the_handler_protocol_is_the_handler_s_public_surface() -> None:
+    # Callback.handler is typed by the protocol (so that _callback.py need not import
+    # _handler.py); users see every public name of CallbackHandler with its signature.
+    from accmt_callbacks._callback import CallbackHandlerProtocol
+
+    def public(cls: type) -> dict[str, str]:
+        names = {name for name in vars(cls) if not name.startswith("_")}
+        names |= set(getattr(cls, "__annotations__", {}))
+        surface = {}
+        for name in sorted(names):
+            value = inspect.getattr_static(cls, name, None)
+            if isinstance(value, property):
+                value = value.fget
+            surface[name] = str(inspect.signature(value)) if callable(value) else "attribute"
+        return surface
+
+    handler = public(CallbackHandler)
+    handler |= {"should_stop": "attribute", "stop_reason": "attribute"}  # set in __init__
+    assert public(CallbackHandlerProtocol) == handler
+    assert set(CallbackHandlerProtocol.__annotations__) == {"should_stop", "stop_reason"}
+    assert Callback.__annotations__["handler"] == "CallbackHandlerProtocol | None"

@@ -15,7 +15,7 @@ from matplotlib.text import Text
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
-from accmt_search._parallel import parallel_figure
+from accmt_search._parallel_coordinates import parallel_figure
 from accmt_search._plots import history_figure, importances_figure, write_plots
 from accmt_search._study import RECORD, objective_name
 

@@ -1,19 +1,24 @@
-"""The Callback base class: every hook a training loop fires, each a documented no-op."""
+"""The Callback base class: every hook a training loop fires, each a documented no-op.
+
+It imports nothing of ``_handler.py`` (which imports it): a callback's ``handler`` is typed by
+``CallbackHandlerProtocol``, the public surface of ``CallbackHandler``, defined here.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._errors import CallbackNotBoundError
 
 if TYPE_CHECKING:
+    import os
+    from collections.abc import Mapping
+
     from torch import Tensor
     from torch.optim import Optimizer
     from torch.optim.lr_scheduler import LRScheduler
 
     from accmt_state import TrainingState
-
-    from ._handler import CallbackHandler
 
 # Every hook, in the order a fit meets them, with the arguments the loop passes (after self).
 HOOK_ARGUMENTS: dict[str, tuple[str, ...]] = {
@@ -55,6 +60,42 @@ EXCEPTION_HOOKS = (
 )
 
 
+class CallbackHandlerProtocol(Protocol):
+    """What a callback's ``handler`` is: the public attributes and methods of
+    ``CallbackHandler``, with its signatures, each documented there.
+
+    ``CallbackHandler`` is the one implementation (mypy checks it where ``add`` sets
+    ``callback.handler``); the protocol exists so that this module need not import the
+    handler's, which imports this one.
+    """
+
+    should_stop: bool
+    stop_reason: str
+
+    @property
+    def callbacks(self) -> tuple[Callback, ...]: ...
+
+    def add(self, callback: Callback) -> None: ...
+
+    def request_stop(self, reason: str) -> None: ...
+
+    def clear_stop(self) -> None: ...
+
+    def bind(self, *, module: Any = None, trainer: Any = None, state: TrainingState) -> None: ...
+
+    def call(self, hook: str, /, *args: Any) -> None: ...
+
+    def dispatch_exception(self, exc: BaseException) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, states: Mapping[str, Any], *, strict: bool = True) -> None: ...
+
+    def save_state(self, path: str | os.PathLike[str]) -> None: ...
+
+    def load_state(self, path: str | os.PathLike[str], *, strict: bool = True) -> None: ...
+
+
 class Callback:
     """User code that a training loop calls at every stage of training.
 
@@ -68,7 +109,8 @@ class Callback:
     - ``module``: the model or module being trained (the Trainer's ``AcceleratorModule``).
     - ``trainer``: the object running the loop (the Trainer, or whatever a custom loop passes).
     - ``state``: the run's ``accmt_state.TrainingState``, the same object the loop updates.
-    - ``handler``: the ``CallbackHandler`` this callback was added to (set by ``add``).
+    - ``handler``: the ``CallbackHandler`` this callback was added to (set by ``add``), typed
+      as ``CallbackHandlerProtocol``: the handler's public attributes and methods.
 
     Hooks run on every process of a distributed job; decorate a hook with
     ``accmt_decorators.on_main_process`` (or another selector) to run it on fewer.
@@ -80,7 +122,7 @@ class Callback:
     module: Any = None
     trainer: Any = None
     state: TrainingState | None = None
-    handler: CallbackHandler | None = None
+    handler: CallbackHandlerProtocol | None = None
 
     @property
     def state_key(self) -> str:

@@ -6,8 +6,14 @@ that survives (SQLite by default, any RDB URL for many machines), pruning throug
 stop request, on N processes per trial.
 """
 
-from ._errors import SearchConfigError, SearchError, SearchSpaceError, StudyError
-from ._metrics import EvaluationMetrics, MetricNameError, SetMetrics
+from ._errors import (
+    MetricNameError,
+    SearchConfigError,
+    SearchError,
+    SearchSpaceError,
+    StudyError,
+)
+from ._metrics import EvaluationMetrics, SetMetrics
 from ._result import SearchResult
 from ._search import HyperParameterSearch
 

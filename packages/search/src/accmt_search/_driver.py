@@ -10,7 +10,6 @@ None)`` while it waits for trials running elsewhere, then ``("done", SearchResul
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -25,15 +24,16 @@ from optuna.trial import FrozenTrial, TrialState
 from accmt_trainer import HyperParameters, HyperParametersError
 
 from ._console import trial_line, without_optuna_trial_lines
-from ._errors import SearchConfigError, StudyError
+from ._errors import SearchConfigError, StudyError, TrialEnded
+from ._log import logger
 from ._plots import write_plots
 from ._processes import ProcessLink
 from ._progress import TrialProgress
 from ._report import summary, write_csv
 from ._resolve import TrialConfig, resolve
 from ._result import SearchResult
-from ._signals import StopRequest
 from ._space import Space
+from ._stop_request import StopRequest
 from ._study import (
     RECORD,
     Tally,
@@ -47,13 +47,6 @@ from ._study import (
     retry,
 )
 from ._trial import TrialOutcome, TrialPlan, TrialSetup, remove_checkpoints, run_trial
-
-logger = logging.getLogger("accmt_search")
-
-
-class TrialEnded(Exception):
-    """Raised to optuna (never to user code) to record a trial as failed: by its own error,
-    interrupted by a signal (then queued again), or asked past n_trials."""
 
 
 @attrs.frozen
@@ -84,11 +77,11 @@ class SearchRun:
     setup: TrialSetup
     space: Space
     options: Options
-    signals: StopRequest
+    stop_request: StopRequest
 
     def execute(self, plan: TrialPlan, trial: optuna.Trial | None) -> TrialOutcome:
         """Run ``plan`` on this process with the others; tidy its folder once it ended."""
-        outcome = run_trial(plan, self.setup, self.link, trial, self.signals)
+        outcome = run_trial(plan, self.setup, self.link, trial, self.stop_request)
         ended = outcome.kind != "interrupted"
         if ended and not self.options.keep_checkpoints and self.link.is_local_main:
             remove_checkpoints(plan.folder)
@@ -151,7 +144,7 @@ class Lead:
             progress.show(tally.finished, best_value(trials, self.study.direction))
             if tally.finished >= n_trials:
                 return False
-            if self.run.signals():
+            if self.run.stop_request():
                 return True
             if tally.may_start(n_trials):
                 if self._one_trial():
@@ -163,7 +156,7 @@ class Lead:
         """Run one trial; True when a signal interrupted it (it is queued to run again)."""
         self.study.optimize(self._objective, n_trials=1, catch=(TrialEnded,))
         if self.last is None:
-            return self.run.signals()
+            return self.run.stop_request()
         ended, self.last = self.last, None
         outcome = ended.outcome
         if outcome.kind == "invalid":

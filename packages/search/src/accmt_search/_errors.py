@@ -1,4 +1,7 @@
-"""The errors of accmt-search: one base class, each error also a fitting built-in."""
+"""Every exception class of accmt-search. ``SearchError`` is the base of what a search raises,
+each also a fitting built-in; ``MetricNameError`` is what ``best_metric_fn`` meets reading a
+metric that is not there (a ``KeyError``, as from a dict); ``TrialEnded`` never leaves the
+package."""
 
 from __future__ import annotations
 
@@ -41,3 +44,19 @@ class SearchConfigError(SearchError, ValueError):
 
 class StudyError(SearchError, RuntimeError):
     """The study cannot be continued as asked, or ended without a result; the message says why."""
+
+
+class MetricNameError(KeyError):
+    """``best_metric_fn`` read a validation set or a name that the evaluation does not report.
+
+    Every trial would fail alike, so the search stops at the first (which does not count toward
+    ``n_trials``). The message names the set and the key, with the closest names reported.
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class TrialEnded(Exception):
+    """Raised to optuna (never to user code) to record a trial as failed: by its own error,
+    interrupted by a signal (then queued again), or asked past n_trials."""

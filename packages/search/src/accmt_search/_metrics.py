@@ -6,16 +6,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-
-class MetricNameError(KeyError):
-    """``best_metric_fn`` read a validation set or a name that the evaluation does not report.
-
-    Every trial would fail alike, so the search stops at the first (which does not count toward
-    ``n_trials``). The message names the set and the key, with the closest names reported.
-    """
-
-    def __str__(self) -> str:
-        return str(self.args[0])
+from ._errors import MetricNameError
 
 
 class SetMetrics(dict[str, float]):

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._metrics import EvaluationMetrics, MetricNameError, objective_value, validation_loss
+from ._errors import MetricNameError
+from ._metrics import EvaluationMetrics, objective_value, validation_loss
 
 Objective = Callable[[EvaluationMetrics], Any]
 

@@ -8,7 +8,6 @@ returns; see ``_objective``). Figures are made without pyplot, so nothing global
 
 from __future__ import annotations
 
-import logging
 import textwrap
 import warnings
 from collections.abc import Callable, Sequence
@@ -18,14 +17,13 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from ._parallel import fences, parallel_figure
+from ._log import logger
+from ._parallel_coordinates import fences, parallel_figure
 from ._study import record_of
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-logger = logging.getLogger("accmt_search")
 
 PLOTS = ("optimization_history", "param_importances", "parallel_coordinate")
 COMPLETE, PRUNED, FAILED, BEST = "tab:blue", "0.55", "tab:red", "tab:orange"

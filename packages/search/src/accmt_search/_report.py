@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import logging
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,8 +13,6 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ._console import format_value, short_names, short_params
 from ._study import record_of
-
-logger = logging.getLogger("accmt_search")
 
 # What the search records of each trial, in the CSV's order (after number, state and value).
 ATTRIBUTES = (

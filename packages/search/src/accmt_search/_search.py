@@ -18,8 +18,8 @@ from ._metrics import EvaluationMetrics, validation_loss
 from ._processes import ProcessLink
 from ._resolve import check_module_arguments, resolve
 from ._result import SearchResult
-from ._signals import StopRequest
 from ._space import SearchSpace, Space, SpaceSource, read_space
+from ._stop_request import StopRequest
 from ._study import make_storage, open_study
 from ._trial import TRIAL_DEFAULTS, TrialSetup, fresh_copy
 
@@ -214,11 +214,11 @@ class HyperParameterSearch:
         )
         poll = float(heartbeat_interval) if heartbeat_interval else 5.0
         options = Options(n_trials, self.output_dir, keep_checkpoints, plots, progress_bar, poll)
-        signals = StopRequest()
+        stop_request = StopRequest()
         # A process group the search made is gone after it; the user's is left alone.
-        with ProcessGroupScope(), stop_on_signals(signals.request, True):
+        with ProcessGroupScope(), stop_on_signals(stop_request.request, True):
             link = ProcessLink.start(self.trainer_kwargs.get("cpu"))
-            run = SearchRun(link, setup, self.space, options, signals)
+            run = SearchRun(link, setup, self.space, options, stop_request)
             if not link.is_main:
                 return run.follow()
             try:

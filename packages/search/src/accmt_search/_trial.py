@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import logging
 import math
 import shutil
 import time
@@ -20,8 +19,9 @@ from accelerate.utils import set_seed
 from accmt_callbacks import Callback
 from accmt_trainer import Trainer
 
-from ._errors import StudyError
-from ._metrics import EvaluationMetrics, MetricNameError, objective_value
+from ._errors import MetricNameError, StudyError
+from ._log import logger
+from ._metrics import EvaluationMetrics, objective_value
 from ._objective import Objective, check_objective, read_objective
 from ._processes import ProcessLink
 from ._resolve import TrialConfig
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
     from accmt_metrics import Metric
     from accmt_trainer import AcceleratorModule
-
-logger = logging.getLogger("accmt_search")
 
 # "invalid": the objective read a name the evaluation does not report; the search stops.
 Kind = Literal["complete", "pruned", "failed", "interrupted", "invalid"]

@@ -1,4 +1,5 @@
-"""SIGINT and SIGTERM during a search: the current trial ends cleanly, no new trial starts."""
+"""The search's stop request: SIGINT or SIGTERM ends the current trial cleanly and no new
+trial starts."""
 
 from __future__ import annotations
 

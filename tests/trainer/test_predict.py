@@ -24,7 +24,6 @@ from accmt_trainer import (
 
 from .conftest import Classifier, blobs
 
-
 BATCH_SIZE = 4  # trainer()'s: predict's batches, and check_structure's reference's
 
 

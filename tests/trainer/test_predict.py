@@ -24,9 +24,11 @@ from accmt_trainer import (
 
 from .conftest import Classifier, blobs
 
+BATCH_SIZE = 4  # trainer()'s: predict's batches, and check_structure's reference's
+
 
 def trainer(folder: Path) -> Trainer:
-    hps = HyperParameters.from_dict({"epochs": 1, "batch_size": 4})
+    hps = HyperParameters.from_dict({"epochs": 1, "batch_size": BATCH_SIZE})
     return Trainer(hps, folder, log_with=None, progress_bar=False)
 
 
@@ -40,11 +42,25 @@ class Predictor(Classifier):
         return {"logits": logits, "more": (labels, padded, ragged)}
 
 
+def batch_by_batch(model: torch.nn.Module, features: torch.Tensor) -> torch.Tensor:
+    """The model's outputs over ``features`` in predict's batches: the same rows in the same
+    shapes, so the same kernels, bit for bit. (One forward over the whole set is not: MKL and
+    oneDNN pick their kernels by shape and CPU, and a (18, 2) input may round the last bits
+    otherwise than (4, 2) ones.)"""
+    training = model.training
+    model.eval()  # as predict runs it
+    with torch.no_grad():
+        outputs = [model(features[i : i + BATCH_SIZE])
+                   for i in range(0, len(features), BATCH_SIZE)]  # fmt: skip
+    model.train(training)
+    return torch.cat(outputs)
+
+
 def check_structure(predictions: Any, data: Any, model: torch.nn.Module) -> None:
     features, labels = data.tensors
     logits = predictions["logits"]
-    with torch.no_grad():
-        assert torch.equal(logits, model(features))
+    # Bit for bit: every sample once, in dataset order, each row computed as predict did.
+    assert torch.equal(logits, batch_by_batch(model, features))
     kept_labels, padded, ragged = predictions["more"]
     assert torch.equal(kept_labels, labels)
     assert isinstance(padded, list)

@@ -44,10 +44,10 @@ from _timing import interleaved_samples
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 
-import accmt_trainer._checkpoint_commit as commit
+import accmt_trainer.checkpointing._commit as commit
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState
-from accmt_trainer._checkpoints import Checkpoints
+from accmt_trainer.checkpointing import Checkpoints
 
 # name: (label, width, layers, repeats)
 SIZES = {

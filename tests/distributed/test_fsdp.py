@@ -27,7 +27,7 @@ import pytest
 import torch
 
 from accmt_trainer import CheckpointError
-from accmt_trainer._manifest import MANIFEST, inventory, verify
+from accmt_trainer.checkpointing import MANIFEST, inventory, verify
 
 from ._launch import WORKERS, free_port
 

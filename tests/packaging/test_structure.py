@@ -1,9 +1,8 @@
-"""Every package stays easy to read as ruff lays it out: no module over 400 lines, a Trainer
-class under 250, and no line kept from ruff's layout with ``# fmt: skip``."""
+"""Every package stays easy to read as ruff lays it out: no module over 400 lines (in every
+folder of every package), and no line kept from ruff's layout with ``# fmt: skip``."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 PACKAGES = Path(__file__).resolve().parents[2] / "packages"
@@ -24,14 +23,6 @@ def test_every_package_is_checked() -> None:
 def test_no_module_is_over_400_lines() -> None:
     over = {str(path.relative_to(PACKAGES)): lines(path) for path in SOURCES if lines(path) > 400}
     assert over == {}
-
-
-def test_the_trainer_class_is_under_250_lines() -> None:
-    source = PACKAGES / "trainer/src/accmt_trainer/_trainer.py"
-    tree = ast.parse(source.read_text(encoding="utf-8"))
-    (trainer,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer"]
-    assert trainer.end_lineno is not None
-    assert trainer.end_lineno - trainer.lineno + 1 < 250
 
 
 def test_no_line_is_kept_from_ruff_s_layout() -> None:

@@ -18,7 +18,7 @@ from accmt_callbacks import Callback, CallbackHandler
 from accmt_metrics import Accuracy
 from accmt_state import TrainingState
 from accmt_trainer import CheckpointError, HyperParameters, Trainer
-from accmt_trainer._checkpoints import Checkpoints
+from accmt_trainer.checkpointing import Checkpoints
 
 from .conftest import Classifier, blobs
 

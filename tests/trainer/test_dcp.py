@@ -16,8 +16,7 @@ import torch
 import torch.distributed.checkpoint as dcp
 
 from accmt_trainer import CheckpointError
-from accmt_trainer._dcp import read_metadata
-from accmt_trainer._manifest import DIGEST, MANIFEST, inventory, verify
+from accmt_trainer.checkpointing import DIGEST, MANIFEST, inventory, read_metadata, verify
 
 # DCP saves these folders in this one process, and says so.
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")

@@ -22,8 +22,7 @@ from accelerate.state import AcceleratorState
 
 from accmt_callbacks import Callback
 from accmt_trainer import Trainer
-from accmt_trainer._folders import recover_folder, replace_folder
-from accmt_trainer._manifest import verify
+from accmt_trainer.checkpointing import recover_folder, replace_folder, verify
 
 from .test_checkpoints import fit, hps, make
 

@@ -17,8 +17,12 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accmt_trainer import register_optimizer, register_scheduler
-from accmt_trainer._hyperparameters import HyperParameters, HyperParametersError
+from accmt_trainer import (
+    HyperParameters,
+    HyperParametersError,
+    register_optimizer,
+    register_scheduler,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -13,7 +13,7 @@ from accelerate.state import AcceleratorState
 
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState
-from accmt_trainer._optimizer_step import OptimizerStep, StepOptions, _direct_optimizer
+from accmt_trainer.fit import OptimizerStep, StepOptions, direct_optimizer
 
 
 @pytest.fixture
@@ -57,6 +57,6 @@ def test_a_plain_step_goes_to_the_torch_optimizer(
 def test_a_wrapper_with_a_gradient_scaler_is_kept(accelerator: Accelerator) -> None:
     inner = torch.optim.SGD(torch.nn.Linear(3, 1).parameters(), lr=0.1)
     scaled = AcceleratedOptimizer(inner, scaler=torch.amp.GradScaler("cpu"))
-    assert _direct_optimizer(scaled, accelerator) is None
-    assert _direct_optimizer(AcceleratedOptimizer(inner), accelerator) is inner
-    assert _direct_optimizer(inner, accelerator) is None
+    assert direct_optimizer(scaled, accelerator) is None
+    assert direct_optimizer(AcceleratedOptimizer(inner), accelerator) is inner
+    assert direct_optimizer(inner, accelerator) is None

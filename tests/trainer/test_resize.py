@@ -15,9 +15,8 @@ from torch.utils.data import DataLoader
 
 from accmt_state import TrainingState
 from accmt_trainer import CheckpointError
-from accmt_trainer._epoch_plan import order_batches
-from accmt_trainer._manifest import check_compatible
-from accmt_trainer._resize import (
+from accmt_trainer.checkpointing import (
+    check_compatible,
     check_position,
     counters_at,
     fitting_counts,
@@ -29,6 +28,7 @@ from accmt_trainer._resize import (
     schedule_lengths,
     seen_here,
 )
+from accmt_trainer.data import order_batches
 
 HERE = Path("state.json")
 

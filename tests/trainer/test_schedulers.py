@@ -13,8 +13,8 @@ import pytest
 import torch
 from torch.optim.lr_scheduler import LRScheduler
 
-from accmt_trainer._hyperparameters import HyperParameters, HyperParametersError
-from accmt_trainer._schedulers import WARMUP_SCHEDULES
+from accmt_trainer import HyperParameters, HyperParametersError
+from accmt_trainer.config import WARMUP_SCHEDULES
 
 LR = 0.5
 T = 10  # the number of times the scheduler is stepped in the run
@@ -339,5 +339,5 @@ def test_multipliers_are_partials_of_module_level_functions() -> None:
     for name, kwargs, _ in CASES:
         lr_lambda = build(name, **kwargs).lr_lambdas[0]  # type: ignore[attr-defined]
         function = lr_lambda.func if isinstance(lr_lambda, partial) else lr_lambda
-        assert function.__module__ == "accmt_trainer._schedulers"
+        assert function.__module__ == "accmt_trainer.config._schedulers"
         assert "<locals>" not in function.__qualname__

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import accmt_trainer
 
-SOURCES = sorted(Path(accmt_trainer.__file__).parent.glob("*.py"))
+ROOT = Path(accmt_trainer.__file__).parent
+SOURCES = sorted(ROOT.rglob("*.py"))  # the root and every folder below it
 
 
 def private_accesses(source: str) -> list[str]:
@@ -29,7 +30,7 @@ def private_accesses(source: str) -> list[str]:
 # Accelerate has no public way to forget its per-process state, and torch's group count is kept
 # across a destroy so that a group made again gets store keys of its own.
 THIRD_PARTY = {
-    "_process_group.py": {
+    "runtime/_process_group.py": {
         "AcceleratorState._reset_state",
         "torch.distributed.distributed_c10d._world",
     },
@@ -38,14 +39,21 @@ THIRD_PARTY = {
 
 def test_no_module_reads_another_object_s_private_attributes() -> None:
     offenders = {
-        path.name: [
+        name: [
             found
             for found in private_accesses(path.read_text())
-            if found.split(": ", 1)[1] not in THIRD_PARTY.get(path.name, set())
+            if found.split(": ", 1)[1] not in THIRD_PARTY.get(name, set())
         ]
         for path in SOURCES
+        if (name := path.relative_to(ROOT).as_posix())
     }
     assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_every_folder_is_walked() -> None:
+    folders = {path.parent.relative_to(ROOT).as_posix() for path in SOURCES}
+    assert {"checkpointing", "fit", "inference"} <= folders
+    assert set(THIRD_PARTY) <= {path.relative_to(ROOT).as_posix() for path in SOURCES}
 
 
 def test_the_check_catches_a_private_access() -> None:

@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from accmt_metrics import Accuracy
-from accmt_trainer import HyperParameters, Monitor, Trainer, _usage
-from accmt_trainer._usage import CpuClock, Usage
+from accmt_trainer import HyperParameters, Monitor, Trainer
+from accmt_trainer.runtime import CpuClock, Usage, _usage
 
 from .conftest import Classifier, blobs
 

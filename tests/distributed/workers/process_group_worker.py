@@ -10,7 +10,6 @@ Each process writes what it saw to OUT/rank<R>.json.
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 from pathlib import Path
@@ -78,11 +77,6 @@ def mine(out: Path) -> dict[str, Any]:
     ranks = [torch.zeros(1, dtype=torch.long) for _ in range(2)]
     torch.distributed.all_gather(ranks, torch.tensor([rank]))
     same = torch.distributed.group.WORLD is world
-    # The Trainer's objects hold one another (fit, callbacks, owners), so the DDP model that
-    # references the group outlives fit() until the cycle collector runs. A gloo group freed by
-    # that collector during interpreter shutdown aborts the process (torch 2.13: its worker
-    # thread takes the GIL while Python finalizes); collected here, the group is freed below.
-    gc.collect()
     torch.distributed.destroy_process_group()
     gathered = [int(value) for value in ranks]
     return {"fit": ran, "rank": rank, "gathered": gathered, "same_group": same}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from slow_run import Linear, data
 
-import accmt_trainer._checkpoint_commit as commit
+import accmt_trainer.checkpointing._commit as commit
 from accmt_trainer import HyperParameters, Trainer
 
 

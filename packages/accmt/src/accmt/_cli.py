@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from ._rendezvous import LaunchError, count, port, positive
+from ._errors import LaunchError
+from ._rendezvous import count, port, positive
 from ._rendezvous import rendezvous as find_rendezvous
 from ._strategies import FAMILIES, STRATEGIES, Strategy
 

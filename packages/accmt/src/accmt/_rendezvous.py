@@ -8,10 +8,7 @@ import socket
 
 import attrs
 
-
-class LaunchError(ValueError):
-    """The options of ``accmt launch`` do not describe a job that can run; the message says
-    which option and why."""
+from ._errors import LaunchError
 
 
 @attrs.frozen

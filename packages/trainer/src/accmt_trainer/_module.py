@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
-from typing import TYPE_CHECKING, Any
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
 import torch
+
+from ._errors import TrainerConfigError
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -16,7 +22,36 @@ if TYPE_CHECKING:
 
     from accmt_state import TrainingState
 
-    from ._trainer import Trainer
+
+class LogValues(Protocol):
+    """Sends values to the run's trackers at ``step`` (the current global step when None)."""
+
+    def __call__(self, values: Mapping[str, float], step: int | None = None) -> None: ...
+
+
+class Stepper(Protocol):
+    """The steps of the running fit's one optimizer-step owner (see ``RunHandle``)."""
+
+    def backward(self, loss: torch.Tensor) -> None: ...
+    def step_optimizer(self, optimizer: Optimizer | None) -> None: ...
+    def step_scheduler(self, scheduler: LRScheduler | None) -> None: ...
+    def zero_grad(self, optimizer: Optimizer | None) -> None: ...
+
+
+@attrs.frozen
+class RunHandle:
+    """What a bound module reaches of the run it is in (``module.run_handle``): the fit's
+    optimizer step (backward, the optimizer and scheduler steps, zeroing: one owner decides for
+    every kind of module whether the optimizer stepped) and the run's trackers (``log``).
+    ``Trainer.evaluate`` and ``predict`` bind a handle without steps."""
+
+    stepper: Stepper | None
+    log: LogValues
+
+    def steps(self) -> Stepper:
+        if self.stepper is None:
+            raise RuntimeError("the optimizer step exists only while Trainer.fit runs")
+        return self.stepper
 
 
 class AcceleratorModule:
@@ -27,8 +62,9 @@ class AcceleratorModule:
     :meth:`get_scheduler`, :meth:`get_train_dataloader`, :meth:`get_validation_dataloader`,
     :meth:`collate_fn`, :meth:`before_eval` and :meth:`after_eval`; for
     :meth:`Trainer.evaluate` and :meth:`Trainer.predict`, :meth:`test_step` and
-    :meth:`predict_step`. While :meth:`Trainer.fit`
-    runs, ``self.accelerator``, ``self.state`` and ``self.trainer`` are bound.
+    :meth:`predict_step`. While :meth:`Trainer.fit`, ``evaluate`` or ``predict`` runs,
+    ``self.accelerator``, ``self.state``, ``self.trainer`` (the Trainer running it) and
+    ``self.run_handle`` (:class:`RunHandle`) are bound.
 
     :meth:`freeze` and :meth:`unfreeze` stop and restart training a part of the model, and
     :meth:`from_hf` makes a module around a transformers model.
@@ -38,7 +74,9 @@ class AcceleratorModule:
     teacher: torch.nn.Module | None = None
     accelerator: Accelerator
     state: TrainingState
-    trainer: Trainer
+    trainer: Any
+    """The Trainer running this module (typed loosely: the Trainer is built on this class)."""
+    run_handle: RunHandle
 
     @property
     def device(self) -> torch.device:
@@ -112,7 +150,7 @@ class AcceleratorModule:
 
     def log(self, values: dict[str, float], step: int | None = None) -> None:
         """Log extra values to the trackers (at the current global step by default)."""
-        self.trainer.log(values, step=step)
+        self.run_handle.log(values, step)
 
     # Helpers for the user's steps.
 
@@ -147,28 +185,29 @@ class ExtendedAcceleratorModule(AcceleratorModule):
     """An AcceleratorModule whose :meth:`training_step` does its own backward and steps.
 
     For GANs and several optimizers. Call :meth:`backward`, :meth:`step_optimizer`,
-    :meth:`step_scheduler` and :meth:`zero_grad` from ``training_step``: they are the Trainer's
-    public :meth:`Trainer.backward`, :meth:`Trainer.step_optimizer`, ... (one owner decides,
-    for both kinds of module, whether the optimizer stepped). Gradient accumulation still works:
+    :meth:`step_scheduler` and :meth:`zero_grad` from ``training_step``: they go through the
+    run's :class:`RunHandle` to its one optimizer-step owner, as the Trainer's public
+    :meth:`Trainer.backward`, :meth:`Trainer.step_optimizer`, ... do (one owner decides, for
+    both kinds of module, whether the optimizer stepped). Gradient accumulation still works:
     on accumulation steps the optimizer and scheduler steps do nothing. ``training_step`` may
     return a loss for logging, or None.
     """
 
     def backward(self, loss: torch.Tensor) -> None:
         """Backward through Accelerate (scales the loss for accumulation and mixed precision)."""
-        self.trainer.backward(loss)
+        self.run_handle.steps().backward(loss)
 
     def step_optimizer(self, optimizer: Optimizer | None = None) -> None:
         """Clip gradients if asked, then step ``optimizer`` (the Trainer's by default)."""
-        self.trainer.step_optimizer(optimizer)
+        self.run_handle.steps().step_optimizer(optimizer)
 
     def step_scheduler(self, scheduler: LRScheduler | None = None) -> None:
         """Step ``scheduler`` (the Trainer's by default) when the optimizer stepped."""
-        self.trainer.step_scheduler(scheduler)
+        self.run_handle.steps().step_scheduler(scheduler)
 
     def zero_grad(self, optimizer: Optimizer | None = None) -> None:
         """Zero the gradients of ``optimizer`` (the Trainer's by default)."""
-        self.trainer.zero_grad(optimizer)
+        self.run_handle.steps().zero_grad(optimizer)
 
     def step(self) -> None:
         """Step the optimizer, then the scheduler (when there is one): the usual pair of
@@ -218,3 +257,56 @@ class _PretrainedModule(AcceleratorModule):
 def overrides(module: AcceleratorModule, method: str) -> bool:
     """Whether the user's class overrides ``method`` of AcceleratorModule."""
     return getattr(type(module), method) is not getattr(AcceleratorModule, method)
+
+
+def check_module(module: AcceleratorModule, call: str = "Trainer.fit") -> None:
+    """The module of ``call``: an AcceleratorModule whose ``model`` is set."""
+    if not isinstance(module, AcceleratorModule):
+        raise TypeError(f"{call}: module must be an AcceleratorModule, got {module!r}")
+    if not isinstance(getattr(module, "model", None), torch.nn.Module):
+        raise TrainerConfigError(
+            f"{call}: {type(module).__name__}.model must be set to a torch.nn.Module first"
+        )
+
+
+def bind_module(
+    module: AcceleratorModule, accelerator: Accelerator, state: TrainingState, handle: RunHandle
+) -> None:
+    """Bind ``module`` to the run it is in (its Trainer is bound by the Trainer itself)."""
+    module.accelerator, module.state, module.run_handle = accelerator, state, handle
+
+
+class _Logs(Protocol):
+    def log(self, values: Mapping[str, float], step: int | None = None) -> None: ...
+
+
+def weak_log(owner: _Logs) -> LogValues:
+    """``owner.log``, looked up at each call (a subclass or a script may replace it) and held
+    weakly, so that the parts of a finished run keep no Trainer alive."""
+    reference = weakref.ref(owner)
+
+    def log(values: Mapping[str, float], step: int | None = None) -> None:
+        found = reference()
+        if found is not None:
+            found.log(values, step)
+
+    return log
+
+
+_UNSET = object()
+
+
+@contextlib.contextmanager
+def trainer_bound(module: AcceleratorModule, trainer: object) -> Iterator[None]:
+    """``module.trainer`` is ``trainer`` while the block runs, and as it was found after: a
+    finished run's module holds no Trainer (which holds the run), so both are freed when the
+    script drops them."""
+    found = getattr(module, "trainer", _UNSET)
+    module.trainer = trainer
+    try:
+        yield
+    finally:
+        if found is _UNSET:
+            del module.trainer
+        else:
+            module.trainer = found

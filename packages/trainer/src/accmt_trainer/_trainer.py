@@ -1,46 +1,81 @@
-"""The Trainer: a run's options, checked when it is made, and ``fit``, which hands a run to
-its owners (see ``_fit``)."""
+"""The Trainer, a facade: its options, checked once into the frozen records that ``fit`` and
+``evaluate`` / ``predict`` are handed, and methods that delegate. Nothing below names it."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from torch.utils.data import Dataset, Sampler
+
+if TYPE_CHECKING:
+    import torch
+    from torch.optim import Optimizer
+    from torch.optim.lr_scheduler import LRScheduler
 
 from accmt_callbacks import Callback, CallbackHandler
 from accmt_state import TrainingState
 
-from ._accelerator import AcceleratorOptions, GradientCheckpointing
-from ._best_models import BestModelOptions
-from ._checkpoint_parts import Checkpointable, check_checkpointable
-from ._checkpoint_schedule import parse_checkpoint_every
-from ._checkpoints import CheckpointOptions
-from ._consolidation import Extra, Predicate, make_consolidation
-from ._evaluate import evaluate
-from ._evaluation import EvaluationOptions
-from ._fit import Fit, OfLatestFit
-from ._former_options import refuses_former_options
-from ._hyperparameters import HyperParameters
-from ._inference import Weights
-from ._loaders import LoaderOptions, named_sets
-from ._manual_steps import ManualSteps
-from ._metric_sets import MetricsOption
-from ._module import AcceleratorModule
-from ._monitor import Monitor
-from ._nonfinite import NonFinitePolicy
-from ._optimizer_step import StepOptions
-from ._predict import predict
-from ._process_group import ProcessGroupScope
-from ._sanity_check import check_module
-from ._saving_rules import SavingRule, parse_rule
-from ._stages import TrainData, training_data
-from ._trackers import LoggingOptions, LogWith, log_artifact
+from ._module import (
+    AcceleratorModule,
+    RunHandle,
+    Stepper,
+    check_module,
+    trainer_bound,
+    weak_log,
+)
+from .checkpointing import (
+    Checkpointable,
+    CheckpointOptions,
+    SavingRule,
+    check_checkpointable,
+    parse_checkpoint_every,
+    parse_rule,
+)
+from .config import HyperParameters, Monitor, refuses_former_options
+from .data import LoaderOptions, TrainData, named_sets, training_data
+from .evaluation import EvaluationOptions, Extra, MetricsOption, Predicate, make_consolidation
+from .fit import BestModelOptions, Fit, FitOptions, NonFinitePolicy, StepOptions
+from .inference import InferenceOptions, Weights, evaluate, predict
+from .runtime import (
+    AcceleratorOptions,
+    GradientCheckpointing,
+    LoggingOptions,
+    LogWith,
+    ProcessGroupScope,
+    log_artifact,
+)
+
+_NO_DEFAULT = object()
 
 
-class Trainer(ManualSteps):
+class OfLatestFit:
+    """A read-only Trainer attribute that is the latest fit's (accelerator, prepared model,
+    optimizer, scheduler, reported names); before any fit ``before_fit``, else AttributeError."""
+
+    _OF_THE_FIT = ("accelerator", "reported_names")  # the others are the prepared run's
+
+    def __init__(self, before_fit: Any = _NO_DEFAULT) -> None:
+        self.before_fit = before_fit
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, trainer: Trainer | None, owner: type | None = None) -> Any:
+        if trainer is None:
+            return self
+        fit = trainer.latest_fit
+        if fit is None and self.before_fit is not _NO_DEFAULT:
+            return self.before_fit
+        source = fit if self.name in self._OF_THE_FIT or fit is None else fit.run
+        if source is None:
+            raise AttributeError(f"Trainer.{self.name} exists once fit has prepared the run")
+        return getattr(source, self.name)
+
+
+class Trainer:
     """Train an :class:`AcceleratorModule` on one CPU, one GPU or many processes
     (:meth:`fit`); then :meth:`evaluate` it and :meth:`predict` with it.
 
@@ -174,9 +209,32 @@ class Trainer(ManualSteps):
             monitor=monitor or Monitor(),
             progress_bar=progress_bar,
         )
+        self.handle_signals, self.sanity_check = handle_signals, sanity_check
+        self.fit_options = FitOptions(
+            hps=self.hps,
+            model_path=self.model_path,
+            accelerator_options=self.accelerator_options,
+            loader_options=self.loader_options,
+            step_options=self.step_options,
+            evaluation_options=self.evaluation_options,
+            checkpoint_options=self.checkpoint_options,
+            best_model_options=self.best_model_options,
+            logging_options=self.logging_options,
+            handle_signals=handle_signals,
+            sanity_check=sanity_check,
+        )
+        """What every :meth:`fit` is handed: the options above, made once."""
+        self.inference_options = InferenceOptions(
+            hps=self.hps,
+            model_path=self.model_path,
+            accelerator_options=self.accelerator_options,
+            loader_options=self.loader_options,
+            evaluation_options=self.evaluation_options,
+            logging_options=self.logging_options,
+        )
+        """What :meth:`evaluate` and :meth:`predict` are handed, made once."""
         self.callbacks = CallbackHandler(callbacks)
         """The callbacks; they also hold the run's one stop request (:meth:`request_stop`)."""
-        self.handle_signals, self.sanity_check = handle_signals, sanity_check
         self.saving_rules: dict[str, SavingRule] = {}
         self.checkpointed_objects: list[Checkpointable] = []
         self.latest_fit: Fit | None = None
@@ -206,9 +264,17 @@ class Trainer(ManualSteps):
         check_module(module)
         datasets = (training_data(train_dataset, self.hps.max_steps), named_sets(val_dataset))
         with ProcessGroupScope() as process_group:  # torn down only if this fit made it
-            self.latest_fit = Fit(self, module)
+            self.latest_fit = Fit(
+                self.fit_options,
+                module,
+                self.callbacks,
+                saving_rules=self.saving_rules,
+                checkpointed=self.checkpointed_objects,
+                log=weak_log(self),
+            )
             process_group.own(self.latest_fit.accelerator)
-            return self.latest_fit.train(datasets)
+            with trainer_bound(module, self):
+                return self.latest_fit.train(datasets, runner=self)
 
     def evaluate(
         self,
@@ -223,7 +289,16 @@ class Trainer(ManualSteps):
         (its best model under ``model_path``), a saved folder or a checkpoint. On any number
         of processes each sample counts once. Returns ``{name: value}`` for one dataset (its
         key ``"test"``), ``{set: {name: value}}`` for a dict; logs them; fires no callback."""
-        return evaluate(self, module, data, metrics, weights)
+        with trainer_bound(module, self):
+            return evaluate(
+                self.inference_options,
+                module,
+                data,
+                metrics,
+                weights,
+                state=self.state,
+                log=weak_log(self),
+            )
 
     def predict(
         self,
@@ -238,7 +313,39 @@ class Trainer(ManualSteps):
         structure, on the CPU of every process; or, with ``output_dir``, written there in
         safetensors shards of ``max_shard_size`` (:func:`load_predictions`) and the folder
         returned. ``weights`` as in :meth:`evaluate`."""
-        return predict(self, module, data, weights, output_dir, max_shard_size)
+        with trainer_bound(module, self):
+            return predict(
+                self.inference_options,
+                module,
+                data,
+                weights,
+                output_dir,
+                max_shard_size,
+                state=self.state,
+                log=weak_log(self),
+            )
+
+    # An ExtendedAcceleratorModule's steps, also reachable here: the running fit's handle.
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """Backward through Accelerate (scales the loss for accumulation and mixed precision)."""
+        self._steps().backward(loss)
+
+    def step_optimizer(self, optimizer: Optimizer | None = None) -> None:
+        """Clip if asked, then step ``optimizer`` (the run's by default) at a window's end."""
+        self._steps().step_optimizer(optimizer)
+
+    def step_scheduler(self, scheduler: LRScheduler | None = None) -> None:
+        """Step ``scheduler`` (the run's by default) when the optimizer stepped."""
+        self._steps().step_scheduler(scheduler)
+
+    def zero_grad(self, optimizer: Optimizer | None = None) -> None:
+        """Zero the gradients of ``optimizer`` (the run's by default) once they were used."""
+        self._steps().zero_grad(optimizer)
+
+    def _steps(self) -> Stepper:
+        handle = None if self.latest_fit is None else self.latest_fit.handle
+        return RunHandle(None, self.log).steps() if handle is None else handle.steps()
 
     def log(self, values: Mapping[str, float], step: int | None = None) -> None:
         """Send ``values`` to the trackers (main process), at the current global step."""

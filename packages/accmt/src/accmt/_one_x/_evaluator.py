@@ -84,7 +84,7 @@ class _NamedStep(accmt_trainer.AcceleratorModule):
     ``Trainer.evaluate`` sets on it (the prepared model, the accelerator) reaches the user's
     module, which the method reads."""
 
-    _FORWARDED = ("model", "accelerator", "trainer", "state")
+    _FORWARDED = ("model", "accelerator", "trainer", "state", "run_handle")
 
     def __init__(self, module: accmt_trainer.AcceleratorModule, name: str) -> None:
         object.__setattr__(self, "module", module)
@@ -98,6 +98,12 @@ class _NamedStep(accmt_trainer.AcceleratorModule):
             setattr(self.module, name, value)
         else:
             object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._FORWARDED:
+            delattr(self.module, name)
+        else:
+            object.__delattr__(self, name)
 
     def test_step(self, key: str, batch: Any) -> Any:
         step = getattr(self.module, self.name)

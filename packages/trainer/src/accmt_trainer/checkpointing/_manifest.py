@@ -1,0 +1,260 @@
+"""A checkpoint's manifest: what it must hold, byte for byte, before anything in it is read.
+
+The manifest lists every file with its size and digest (xxh3-128, computed by threads over
+the files just written, while they are still in the page cache; manifests of accmt 2.0 used
+sha256 and still verify). A checkpoint whose files differ in any way from the list (a file
+missing, added, resized or altered, or not of the kind its name says) is not trusted.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import json
+import zipfile
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+import xxhash
+from accelerate.utils import DistributedType, load
+from safetensors import safe_open
+
+from accmt_state import StateError, TrainingState, read_json
+
+from .._errors import CheckpointError
+from ._resize import processes
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
+
+    from ..data import EpochPlan
+
+MANIFEST = "manifest.json"
+DIGEST = "xxh3_128"
+_BLOCK = 1 << 22
+# Accelerate's RNG states: torch.save archives it loads with weights_only=True.
+_RNG_FILES = "random_states_"
+# The files of a torch.distributed.checkpoint folder (FSDP's sharded state dicts), checked by
+# ``_dcp``: imported only for a checkpoint that holds them, as it imports that package.
+_DCP_METADATA, _DCP_SHARD = ".metadata", ".distcp"
+# Distributed types whose model and optimizer state is split by process.
+SHARDED = {
+    DistributedType.FSDP,
+    DistributedType.DEEPSPEED,
+    DistributedType.MEGATRON_LM,
+    DistributedType.XLA,
+}
+
+
+def inventory(folder: Path) -> dict[str, dict[str, Any]]:
+    """Every file under ``folder`` but the manifest, with its size and digest."""
+    paths = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        described = list(pool.map(lambda path: describe(path, DIGEST), paths))
+    return {str(p.relative_to(folder)): entry for p, entry in zip(paths, described, strict=True)}
+
+
+def describe(path: Path, algorithm: str) -> dict[str, Any]:
+    digest: Any = xxhash.xxh3_128() if algorithm == DIGEST else hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(_BLOCK), b""):
+            digest.update(block)
+    return {"size": path.stat().st_size, algorithm: digest.hexdigest()}
+
+
+def verify(folder: Path) -> dict[str, Any]:
+    """The checkpoint's manifest, once every file it lists, and no other, has its size, digest
+    and kind. Raises CheckpointError naming the first file that does not."""
+    try:
+        manifest: dict[str, Any] = read_json(folder / MANIFEST)
+    except StateError as error:
+        raise CheckpointError(f"its manifest is missing or unreadable ({error})") from error
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise CheckpointError("its manifest lists no files")
+    present = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+    unlisted = sorted(present - set(files) - {MANIFEST})
+    if unlisted:
+        raise CheckpointError(f"{unlisted[0]} is not listed in its manifest")
+    algorithm = DIGEST if manifest.get("digest") == DIGEST else "sha256"
+    for name, expected in files.items():
+        path = folder / name
+        found = describe(path, algorithm) if path.is_file() else None
+        if found != expected:
+            raise CheckpointError(f"{name} is missing, truncated or altered")
+        _check_kind(path, name)
+    return manifest
+
+
+def _check_kind(path: Path, name: str) -> None:
+    """The file is what its name says: JSON, safetensors, a torch zip archive (which
+    Accelerate and this package read with ``weights_only=True``), or a file of a
+    torch.distributed.checkpoint folder (FSDP's sharded state dicts: ``_dcp``)."""
+    suffix = path.suffix
+    try:
+        if path.name == _DCP_METADATA:
+            from ._dcp import check_metadata
+
+            check_metadata(path)
+        elif suffix == _DCP_SHARD:
+            from ._dcp import check_shard
+
+            check_shard(path)
+        elif suffix == ".json":
+            json.loads(path.read_text(encoding="utf-8"))
+        elif suffix == ".safetensors":
+            with safe_open(str(path), framework="pt"):
+                pass
+        elif suffix in (".bin", ".pt") or (suffix == ".pkl" and path.name.startswith(_RNG_FILES)):
+            if not zipfile.is_zipfile(path):
+                raise ValueError("a bare pickle where a torch archive of tensors is expected")
+            # Read without running it: what the archive would build beyond tensors.
+            unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
+            if unsafe and suffix != ".pkl":
+                raise ValueError(f"it would build {unsafe}, not only tensors and plain values")
+            if suffix == ".pkl":
+                # Accelerate would skip RNG states it cannot read without a word; read them
+                # here, the way it does (weights_only, numpy arrays allowed), to refuse them.
+                load(path, map_location="cpu")
+        else:
+            raise ValueError(
+                f"a file of unknown kind ({suffix or 'no suffix'}); objects are checkpointed "
+                "with Trainer.register_for_checkpointing, never as pickles"
+            )
+    except Exception as error:
+        kind = _DCP_METADATA if path.name == _DCP_METADATA else suffix or "file"
+        raise CheckpointError(f"{name} is not a valid {kind}: {error}") from error
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of the packages a checkpoint's contents depend on."""
+    return dict(_loaded_versions())
+
+
+# Read once a process (each read scans the installed metadata, ~2 ms): the code a checkpoint
+# depends on is the code already imported, which a later install does not change.
+@functools.cache
+def _loaded_versions() -> tuple[tuple[str, str], ...]:
+    names = (
+        "accmt-trainer",
+        "accmt-state",
+        "accmt-callbacks",
+        "accmt-metrics",
+        "torch",
+        "accelerate",
+    )
+    versions = []
+    for name in names:
+        try:
+            versions.append((name, importlib.metadata.version(name)))
+        except importlib.metadata.PackageNotFoundError:
+            versions.append((name, "unknown"))
+    return tuple(versions)
+
+
+_SETTINGS = (
+    "train_batch_size",
+    "grad_accumulation_steps",
+    "batches_per_epoch",
+    "stages",
+)
+ELSEWHERE = (
+    "give this run an output folder of its own (the Trainer's model_path; --output in the "
+    "examples), or pass resume=False to start afresh in this one (its checkpoints are then "
+    "moved aside to checkpoints.old-<n>, not deleted)"
+)
+
+
+def check_compatible(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
+    """Refuse a checkpoint made with settings that fix the position in the data other than
+    this run's: the error says what differs, where the checkpoint stopped, and what to do.
+
+    Another number of processes is not refused here: ``_resize`` maps the checkpoint's moment
+    onto this run, and refuses only a moment within an epoch that this run cannot reach. The
+    batches per epoch on each process then differ by nature; the order they are dealt from
+    must not (``order_batches``, where both know it)."""
+    resized = manifest.get("world_size") != facts.get("world_size")
+    if resized:
+        _check_resizable(manifest, facts, path)
+    _check_sharding(manifest, facts, path)
+    for setting in _SETTINGS:
+        key = "order_batches" if resized and setting == "batches_per_epoch" else setting
+        made, now = manifest.get(key), facts.get(key)
+        if made == now or (key == "order_batches" and None in (made, now)):
+            continue
+        raise CheckpointError(
+            f"checkpoint {path} was made with {key}={made!r}, but this run has {key}={now!r}; "
+            f"{_stopped(path)}. A checkpoint resumes only with the settings that made it "
+            "(training batch size, grad_accumulation_steps, batches per epoch, stages): resume "
+            f"with the same settings, or {ELSEWHERE}."
+        )
+
+
+def _check_sharding(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
+    """Sharded state (FSDP, DeepSpeed) resumes only into a sharded run, and whole state only
+    into a whole one: refused here, before anything is moved, rather than by Accelerate's load.
+    A manifest from before ``sharded`` was recorded held whole state."""
+    made, now = bool(manifest.get("sharded")), bool(facts.get("sharded"))
+    if made != now:
+        held = {True: "sharded by process (FSDP, DeepSpeed)", False: "whole on each process"}
+        raise CheckpointError(
+            f"checkpoint {path} holds model and optimizer state {held[made]}, and this run's is "
+            f"{held[now]}; {_stopped(path)}. Resume with the distributed setup that made it, or "
+            f"{ELSEWHERE}."
+        )
+
+
+def _check_resizable(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
+    """Another number of processes: refused for a curriculum (its stages end at optimizer
+    steps, which hold other samples on another number of processes) and for sharded state."""
+    made, now = manifest.get("world_size"), facts.get("world_size")
+    if manifest.get("stages") or facts.get("stages"):
+        why = (
+            "a curriculum's stages end at optimizer steps, and an optimizer step holds other "
+            "samples on another number of processes"
+        )
+    elif facts.get("sharded") or manifest.get("sharded"):
+        why = "its model and optimizer state is sharded by process (FSDP, DeepSpeed)"
+    else:
+        return
+    raise CheckpointError(
+        f"checkpoint {path} was made on {processes(made)}, and this run has {now}; "
+        f"{_stopped(path)}. {why[0].upper()}{why[1:]}, so it resumes only on "
+        f"{processes(made)}: resume on {processes(made)}, or {ELSEWHERE}."
+    )
+
+
+def _stopped(path: Path) -> str:
+    """Where the checkpoint's run stood: finished, at an epoch's end, or within an epoch."""
+    try:
+        state = TrainingState.load(path / "state.json")
+    except StateError:
+        return "its state cannot be read"
+    at = f"step {state.global_step}"
+    if state.finished:
+        return f"its run had finished (epoch {state.epoch}, {at})"
+    if not state.batches_seen_in_epoch:
+        return f"it was made at the end of epoch {state.epoch} ({at})"
+    return f"it was made at batch {state.batches_seen_in_epoch} of epoch {state.epoch + 1} ({at})"
+
+
+def run_facts(
+    accelerator: Accelerator, plan: EpochPlan, train_batch_size: int, max_steps: int | None
+) -> dict[str, Any]:
+    """What a checkpoint must agree with to resume exactly (before the offsets of a resume on
+    another number of processes, which ``_resize`` adds). ``max_steps`` is not compared: it
+    tells whether a finished run has anything left to train here."""
+    return {
+        "format": 2,
+        "world_size": accelerator.num_processes,
+        "train_batch_size": train_batch_size,
+        "max_steps": max_steps,
+        "grad_accumulation_steps": accelerator.gradient_accumulation_steps,
+        "sharded": accelerator.distributed_type in SHARDED,
+        **plan.facts(),
+        "versions": package_versions(),
+    }

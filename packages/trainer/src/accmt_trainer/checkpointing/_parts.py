@@ -1,0 +1,193 @@
+"""What one process writes into a checkpoint, and the copy of it that a background write takes.
+
+A synchronous checkpoint writes from the live objects: Accelerate's ``save_state``, then this
+package's parts. A background (``checkpoint_async``) checkpoint first copies all of it into CPU
+memory at the checkpoint's moment, the RNG states included, and writes the copy from a thread
+through Accelerate's own ``save_accelerator_state``, so the files are the same either way.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import attrs
+import numpy as np
+import torch
+from accelerate import Accelerator
+from accelerate.checkpointing import save_accelerator_state
+from accelerate.utils import RNG_STATE_NAME
+
+from accmt_callbacks import CallbackHandler
+from accmt_state import TrainingState, write_json
+
+from .._errors import TrainerConfigError
+from ._safe_tree import check_tree, save_tree
+
+
+class Checkpointable(Protocol):
+    """An object ``Trainer.register_for_checkpointing`` takes."""
+
+    def state_dict(self) -> Mapping[str, Any]: ...
+
+    def load_state_dict(self, state: Mapping[str, Any], /) -> Any: ...
+
+
+@attrs.define
+class Parts:
+    """This package's files of one checkpoint: the state, the callbacks and the registered
+    objects (written by the main process), and each process's own part."""
+
+    state: TrainingState
+    callbacks: Mapping[str, Any]
+    process: Mapping[str, Any]
+    objects: list[Mapping[str, Any]]
+
+    @classmethod
+    def of(
+        cls,
+        state: TrainingState,
+        callbacks: CallbackHandler,
+        process: Mapping[str, Any],
+        objects: Sequence[Checkpointable],
+        *,
+        copy: bool,
+    ) -> Parts:
+        if not copy:
+            return cls(state, callbacks.state_dict(), process, [o.state_dict() for o in objects])
+        return cls(
+            TrainingState.from_dict(state.to_dict()),
+            cpu_copy(callbacks.state_dict()),
+            cpu_copy(process),
+            [cpu_copy(o.state_dict()) for o in objects],
+        )
+
+    def write(self, folder: Path, accelerator: Accelerator) -> None:
+        save_tree(folder / f"process_{accelerator.process_index}.safetensors", self.process)
+        if accelerator.is_main_process:
+            # Not fsynced: the manifest's digests catch a file a power cut left short.
+            self.state.save(folder / "state.json", durable=False)
+            write_json(folder / "callbacks.json", self.callbacks, durable=False)
+            for index, state in enumerate(self.objects):
+                save_tree(folder / f"object_{index}.safetensors", state)
+
+
+def check_checkpointable(obj: Any) -> None:
+    """Refuse, at registration, an object whose state cannot be written without pickle."""
+    name = type(obj).__name__
+    for method in ("state_dict", "load_state_dict"):
+        if not callable(getattr(obj, method, None)):
+            raise TrainerConfigError(
+                f"register_for_checkpointing({name}): it has no {method}(); an object is "
+                "checkpointed through state_dict() and load_state_dict(state)"
+            )
+    try:
+        check_tree(obj.state_dict(), f"{name}.state_dict()")
+    except TypeError as error:
+        raise TrainerConfigError(
+            f"register_for_checkpointing: {error}. A checkpoint holds tensors and plain values "
+            "only (dicts with string keys, lists, numbers, strings, booleans, None), so that "
+            "loading it runs no code"
+        ) from None
+
+
+class _Frozen:
+    """Stands for an optimizer, scheduler or scaler: its state as it was at the snapshot."""
+
+    def __init__(self, state: Any) -> None:
+        self._state = state
+
+    def state_dict(self) -> Any:
+        return self._state
+
+
+@attrs.define
+class AccelerateSnapshot:
+    """What ``save_state`` would write for a plain (single-device or DDP) run, copied to CPU."""
+
+    weights: list[dict[str, torch.Tensor]]
+    optimizer: _Frozen
+    scheduler: _Frozen | None
+    scaler: _Frozen | None
+    rng: dict[str, Any]
+    step: int
+
+    @classmethod
+    def take(
+        cls,
+        accelerator: Accelerator,
+        models: Sequence[torch.nn.Module],
+        optimizer: Any,
+        scheduler: Any,
+        reuse: AccelerateSnapshot | None = None,
+    ) -> AccelerateSnapshot:
+        """The copy; ``reuse``, a snapshot whose write has ended, lends its buffers, so that
+        later checkpoints copy into memory already mapped instead of faulting in new pages."""
+        scaler = accelerator.scaler
+        old = reuse or cls([], _Frozen(None), None, None, {}, 0)
+        weights = [
+            cpu_copy(
+                accelerator.get_state_dict(m), old.weights[i] if i < len(old.weights) else None
+            )
+            for i, m in enumerate(models)
+        ]
+        return cls(
+            weights=weights,
+            optimizer=_Frozen(cpu_copy(optimizer.state_dict(), old.optimizer.state_dict())),
+            scheduler=None if scheduler is None else _Frozen(cpu_copy(scheduler.state_dict())),
+            scaler=None if scaler is None else _Frozen(cpu_copy(scaler.state_dict())),
+            rng=rng_states(),
+            step=accelerator.step,
+        )
+
+    def write(self, folder: Path, accelerator: Accelerator) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        save_accelerator_state(
+            str(folder),
+            self.weights,
+            [self.optimizer],
+            [] if self.scheduler is None else [self.scheduler],
+            [],
+            accelerator.process_index,
+            self.step,
+            self.scaler,
+            save_on_each_node=accelerator.project_configuration.save_on_each_node,
+        )
+        # save_accelerator_state took the RNG states of this moment, not of the snapshot's.
+        states = {"step": self.step, **self.rng}
+        torch.save(states, folder / f"{RNG_STATE_NAME}_{accelerator.process_index}.pkl")
+
+
+def rng_states() -> dict[str, Any]:
+    """The generators' states, under the keys Accelerate's ``load_state`` restores."""
+    states: dict[str, Any] = {
+        "random_state": random.getstate(),
+        "numpy_random_seed": np.random.get_state(),
+        "torch_manual_seed": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        states["torch_cuda_manual_seed"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def cpu_copy(value: Any, into: Any = None) -> Any:
+    """``value`` with every tensor copied to CPU memory, at any depth; a tensor of ``into``
+    at the same place, of the same shape and type, is written over instead of allocated."""
+    if isinstance(value, torch.Tensor):
+        if (
+            isinstance(into, torch.Tensor)
+            and into.shape == value.shape
+            and into.dtype == value.dtype
+        ):
+            return into.copy_(value.detach())
+        return value.detach().to("cpu", copy=True)
+    if isinstance(value, Mapping):
+        old = into if isinstance(into, Mapping) else {}
+        return {key: cpu_copy(item, old.get(key)) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        olds = list(into) if isinstance(into, (list, tuple)) else []
+        items = [cpu_copy(item, olds[i] if i < len(olds) else None) for i, item in enumerate(value)]
+        return type(value)(items)
+    return value

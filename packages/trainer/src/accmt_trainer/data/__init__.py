@@ -1,0 +1,37 @@
+"""What a run reads: the loaders the Trainer builds, curricula and their stages, the plan of
+each epoch's loader and batches, and the checks that no dataset or loader is empty."""
+
+from ._checks import check_data, check_datasets, check_not_empty
+from ._curriculum import Curriculum, RangeCurriculum, RatioCurriculum, StepsCurriculum
+from ._epoch_plan import EpochPlan, StageLayout, order_batches
+from ._loaders import (
+    LoaderOptions,
+    evaluation_loader,
+    length_or_none,
+    named_sets,
+    samples,
+    train_loader,
+)
+from ._stages import Stages, TrainData, training_data
+
+__all__ = [
+    "Curriculum",
+    "EpochPlan",
+    "LoaderOptions",
+    "RangeCurriculum",
+    "RatioCurriculum",
+    "StageLayout",
+    "Stages",
+    "StepsCurriculum",
+    "TrainData",
+    "check_data",
+    "check_datasets",
+    "check_not_empty",
+    "evaluation_loader",
+    "length_or_none",
+    "named_sets",
+    "order_batches",
+    "samples",
+    "train_loader",
+    "training_data",
+]

@@ -1,0 +1,54 @@
+"""The data checks before anything is written: no dataset or loader of a run may be empty.
+An empty dataset is named by where it was given; a shuffling loader would refuse it obscurely."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._errors import TrainerConfigError
+
+
+def check_not_empty(dataset: Any, what: str) -> None:
+    """``dataset`` has samples, where it can say how many (a stream without a length can't):
+    else ``"<what> is empty (0 samples)"``."""
+    try:
+        empty = len(dataset) == 0
+    except TypeError:
+        return
+    if empty:
+        raise TrainerConfigError(f"{what} is empty (0 samples)")
+
+
+def check_datasets(train_dataset: Any, val_sets: Mapping[str, Any]) -> None:
+    """``Trainer.fit``'s datasets, each with samples."""
+    check_not_empty(train_dataset, "Trainer.fit: train_dataset")
+    for key, dataset in val_sets.items():
+        check_not_empty(dataset, f"Trainer.fit: validation set {key!r}")
+
+
+def check_data(train_loaders: Sequence[Any], val_loaders: Mapping[str, Any]) -> None:
+    """No loader of the run may be empty (``train_loaders``: one, or one per stage)."""
+    for stage, train_loader in enumerate(train_loaders):
+        if len(train_loader) == 0:
+            which = f"stage {stage} of " if len(train_loaders) > 1 else ""
+            raise TrainerConfigError(
+                f"Trainer.fit(train_dataset=...): {which}the training data gives no batch "
+                f"({_size(train_loader)}); give it samples, or a smaller batch size or "
+                "dataloader_drop_last=False"
+            )
+    for key, loader in val_loaders.items():
+        if len(loader) == 0:
+            raise TrainerConfigError(
+                f"Trainer.fit(val_dataset=...): validation set {key!r} gives no batch "
+                f"({_size(loader)}); give it samples, or leave it out"
+            )
+
+
+def _size(loader: Any) -> str:
+    dataset = getattr(loader, "dataset", None)
+    try:
+        samples = f"{len(dataset)} samples" if dataset is not None else "unknown size"
+    except TypeError:
+        samples = "unknown size"
+    return f"{samples}, batch size {getattr(loader, 'batch_size', '?')}"

@@ -1,0 +1,22 @@
+"""Sets through a step and their metrics: the ``Evaluation`` both ``fit``'s validation and
+``Trainer.evaluate`` use, the consolidated metrics, each set's metrics, what a step may return,
+and losses kept on the device."""
+
+from ._consolidation import Extra, Predicate, make_consolidation
+from ._evaluation import Evaluation, EvaluationOptions, Results
+from ._loss_window import LossWindow
+from ._metric_sets import MetricsOption, metrics_per_set
+from ._step_outputs import check_training_loss
+
+__all__ = [
+    "Evaluation",
+    "EvaluationOptions",
+    "Extra",
+    "LossWindow",
+    "MetricsOption",
+    "Predicate",
+    "Results",
+    "check_training_loss",
+    "make_consolidation",
+    "metrics_per_set",
+]

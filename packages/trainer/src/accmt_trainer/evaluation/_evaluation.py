@@ -1,0 +1,202 @@
+"""Evaluation: every validation set through ``validation_step`` and its metrics, once."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader
+
+from accmt_callbacks import CallbackHandler
+from accmt_metrics import Metric
+
+from ..config import Monitor, option, positive_int
+from ..data import length_or_none
+from ..runtime import reshard
+from ._consolidation import MetricConsolidation
+from ._loss_window import LossWindow
+from ._metric_sets import MetricsOption
+from ._step_outputs import split_validation_output, validation_call
+
+if TYPE_CHECKING:
+    from accmt_state import TrainingState
+
+    from .._module import AcceleratorModule
+
+Results = dict[str, dict[str, float]]
+
+
+@attrs.frozen(kw_only=True)
+class EvaluationOptions:
+    """The Trainer's options of evaluation: when it runs, what it measures, how it reports."""
+
+    evaluate_every_n_steps: int | None = attrs.field(
+        default=None, validator=option(positive_int, allow_none=True)
+    )
+    """Also evaluate every N optimizer steps."""
+    evaluate_every_n_epochs: int = attrs.field(default=1, validator=option(positive_int))
+    """Evaluate at the end of every N-th epoch."""
+    eval_when_start: bool = False
+    """Evaluate once before the first training step (not on resume)."""
+    eval_when_finish: bool = True
+    """Evaluate at the end of the run, unless the last evaluation saw the same weights."""
+    module_hooks: bool = True
+    """Call the module's ``before_eval()`` and ``after_eval()`` around each evaluation."""
+    metrics: MetricsOption = None
+    """A Metric, a list of them, or a dict of them by validation set."""
+    consolidation: MetricConsolidation | None = None
+
+
+class Evaluation:
+    """Runs the validation sets and records what they reported in the TrainingState:
+    ``additional_metrics`` (set -> name -> value, the loss as ``"loss"``), ``best_valid_loss``
+    (the mean over sets), ``evaluations_done`` and ``last_evaluation_step``."""
+
+    def __init__(
+        self,
+        accelerator: Accelerator,
+        module: AcceleratorModule,
+        loaders: Mapping[str, DataLoader[Any]],
+        metrics: Mapping[str, list[Metric]],
+        callbacks: CallbackHandler,
+        state: TrainingState,
+        *,
+        monitor: Monitor,
+        log: Callable[[Mapping[str, float]], None],
+        options: EvaluationOptions,
+        method: str = "validation_step",
+    ) -> None:
+        self.accelerator = accelerator
+        self.module = module
+        self.loaders = dict(loaders)
+        self.metrics = {key: {metric.name: metric for metric in ms} for key, ms in metrics.items()}
+        self.callbacks = callbacks
+        self.state = state
+        self.monitor = monitor
+        self.log = log
+        self.options = options
+        # Checked once: the step (validation_step, or test_step) takes (key, batch).
+        self.validation_step = (
+            validation_call(module, self.loaders, method) if self.loaders else None
+        )
+
+    @property
+    def has_data(self) -> bool:
+        return bool(self.loaders)
+
+    def evaluated_current_weights(self) -> bool:
+        """Whether the latest evaluation saw the weights of the current optimizer step."""
+        return self.state.last_evaluation_step == self.state.global_step
+
+    def evaluate(self) -> Results:
+        """Evaluate every set; record and log the results. The loop fires the hooks around it."""
+        with self._evaluating():
+            results = {key: self._evaluate_set(key, loader) for key, loader in self.loaders.items()}
+        self._record(results)
+        return results
+
+    @contextlib.contextmanager
+    def _evaluating(self) -> Iterator[None]:
+        """The model in eval mode without gradients, inside the module's eval hooks; a sharded
+        model's parameters are left in their shards, as the forwards found them."""
+        module, model = self.module, self.module.model
+        if self.options.module_hooks:
+            module.before_eval()
+        model.eval()
+        with torch.no_grad():
+            yield
+        reshard(model)
+        model.train()
+        if self.options.module_hooks:
+            module.after_eval()
+
+    def sanity_check(self) -> dict[str, list[str]]:
+        """``validation_step`` and the metrics on the first batch of each set, without hooks
+        or counters; the names each set reports. The metrics are left empty."""
+        reported: dict[str, list[str]] = {}
+        with self._evaluating():
+            for key, loader in self.loaders.items():
+                loss_window = LossWindow(self.accelerator.device)
+                metrics = _unsized_copies(self.metrics[key])
+                for batch in loader:
+                    self._add_batch(key, batch, loss_window, metrics)
+                    break
+                # Leaving the loop early skips Accelerate's own end of the iteration.
+                end = getattr(loader, "end", None)
+                if end is not None:
+                    end()
+                reported[key] = sorted(self._values(loss_window, metrics))
+        if self.options.consolidation is not None:
+            self.options.consolidation.check(reported)
+        return reported
+
+    def _evaluate_set(self, key: str, loader: DataLoader[Any]) -> dict[str, float]:
+        loss_window = LossWindow(self.accelerator.device)
+        batches = length_or_none(loader)  # an IterableDataset's loader may not know
+        state, call = self.state, self.callbacks.call
+        for index, batch in enumerate(loader):
+            state.is_last_validation_batch = index == (batches or 0) - 1
+            call("on_before_validation_step", batch)
+            self._add_batch(key, batch, loss_window, self.metrics[key])
+            state.val_step += 1
+            call("on_after_validation_step")
+        return self._values(loss_window, self.metrics[key])
+
+    def _add_batch(
+        self, key: str, batch: Any, loss_window: LossWindow, metrics: Mapping[str, Metric]
+    ) -> None:
+        assert self.validation_step is not None  # there is a batch, so there are sets
+        output = self.validation_step(key, batch)
+        where = self.validation_step.where(key)
+        loss, arguments = split_validation_output(where, key, output, metrics)
+        if loss is not None:
+            loss_window.add(loss)
+        for name, args in arguments.items():
+            metrics[name].add_batch(*args)
+
+    def _values(self, loss_window: LossWindow, metrics: Mapping[str, Metric]) -> dict[str, float]:
+        """The set's loss and metrics over every process; the metrics are reset."""
+        values: dict[str, float] = {}
+        mean = loss_window.reduce_mean(self.accelerator)
+        if mean is not None:
+            values["loss"] = mean
+        for metric in metrics.values():
+            values.update(metric.compute())
+            metric.reset()
+        return values
+
+    def _record(self, results: Results) -> None:
+        state = self.state
+        state.additional_metrics = results
+        state.evaluations_done += 1
+        state.last_evaluation_step = state.global_step
+        losses = [values["loss"] for values in results.values() if "loss" in values]
+        if losses:
+            # With several sets, the run's validation loss is their mean.
+            state.best_valid_loss = min(state.best_valid_loss, sum(losses) / len(losses))
+        self.log(self._logged(results))
+
+    def _logged(self, results: Results) -> dict[str, float]:
+        monitor = self.monitor
+        logged = {
+            f"{key}/{name}": value
+            for key, values in results.items()
+            for name, value in values.items()
+            if (monitor.validation_loss if name == "loss" else monitor.additional_metrics)
+        }
+        consolidation = self.options.consolidation
+        return logged if consolidation is None else consolidation.logged(results, logged)
+
+
+def _unsized_copies(metrics: Mapping[str, Metric]) -> dict[str, Metric]:
+    """Copies that accept one batch: the set's true length does not apply to it."""
+    copies = {name: copy.deepcopy(metric) for name, metric in metrics.items()}
+    for metric in copies.values():
+        metric.reset()
+        metric.num_samples = None
+    return copies

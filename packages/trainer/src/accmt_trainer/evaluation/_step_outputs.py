@@ -1,0 +1,128 @@
+"""What ``training_step`` and ``validation_step`` may return, checked where they return it.
+
+The checks read attributes only (type, shape, ``requires_grad``): they cost no device sync.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import attrs
+import torch
+
+from .._errors import StepOutputError, TrainerConfigError
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_VAR_POSITIONAL = inspect.Parameter.VAR_POSITIONAL
+
+
+def check_training_loss(module: object, loss: Any, *, may_be_none: bool) -> None:
+    """A scalar tensor attached to the graph (or None, from a module that steps itself)."""
+    name = f"{type(module).__name__}.training_step(batch)"
+    if loss is None:
+        if may_be_none:
+            return
+        raise StepOutputError(
+            f"{name} returned None; return the loss tensor, e.g. `return loss`, and the Trainer "
+            "does backward and the optimizer step"
+        )
+    if not isinstance(loss, torch.Tensor):
+        raise StepOutputError(
+            f"{name} returned {type(loss).__name__} {loss!r}; return the loss as a tensor of "
+            "the graph (not `loss.item()` or a Python number), so that backward can run"
+        )
+    if loss.ndim != 0 and loss.numel() != 1:
+        raise StepOutputError(
+            f"{name} returned a tensor of shape {tuple(loss.shape)}; return a scalar loss, "
+            "e.g. `loss.mean()` over the batch"
+        )
+    if not loss.requires_grad and not may_be_none and torch.is_grad_enabled():
+        raise StepOutputError(
+            f"{name} returned a tensor with no graph (requires_grad=False); compute it from "
+            "the model's output without `.detach()`, `torch.no_grad()` or `.data`"
+        )
+
+
+@attrs.frozen
+class ValidationCall:
+    """How the Trainer calls a module's ``validation_step`` (or ``test_step``, in
+    ``Trainer.evaluate``): with ``(key, batch)``."""
+
+    module: Any
+    method: str = "validation_step"
+
+    def __call__(self, key: str, batch: Any) -> Any:
+        return getattr(self.module, self.method)(key, batch)
+
+    def where(self, key: str) -> str:
+        """The call, as errors name it."""
+        return f"{type(self.module).__name__}.{self.method}({key!r}, batch)"
+
+
+def validation_call(
+    module: object, sets: Collection[str], method: str = "validation_step"
+) -> ValidationCall:
+    """Checks once, at setup, that ``method`` takes ``(key, batch)``: two positional
+    parameters, or ``*args``."""
+    parameters = inspect.signature(getattr(module, method)).parameters.values()
+    positional = [p for p in parameters if p.kind in _POSITIONAL]
+    if len(positional) < 2 and not any(p.kind is _VAR_POSITIONAL for p in parameters):
+        raise TrainerConfigError(
+            f"{type(module).__name__}.{method} must take (key, batch): the name of the "
+            f"set ({', '.join(map(repr, sorted(sets)))}) and the batch"
+        )
+    return ValidationCall(module, method)
+
+
+def split_validation_output(
+    name: str, key: str, output: Any, metrics: Mapping[str, Any]
+) -> tuple[torch.Tensor | None, dict[str, tuple[Any, ...]]]:
+    """The loss, and the arguments of each metric's ``add_batch``, of one validation batch.
+
+    ``name`` is the call, as errors name it. A metric's value is the tuple of its arguments
+    (``(predictions, references)``), or its one argument (a metric's ``add_batch`` may take
+    any number)."""
+    if isinstance(output, torch.Tensor):
+        return _validation_loss(name, output), {}
+    if not isinstance(output, Mapping):
+        raise StepOutputError(
+            f"{name} returned {type(output).__name__}; return the loss tensor, or a dict "
+            "such as {'loss': loss, 'accuracy': (predictions, labels)}"
+        )
+    loss = _validation_loss(name, output["loss"]) if "loss" in output else None
+    arguments = {}
+    for metric, value in output.items():
+        if metric == "loss":
+            continue
+        if metric not in metrics:
+            raise TrainerConfigError(
+                f"{name} returned {metric!r}, but validation set {key!r} has no metric of that "
+                f"name (its metrics: {sorted(metrics)})"
+            )
+        arguments[metric] = value if isinstance(value, tuple) else (value,)
+        _check_arguments(name, metric, metrics[metric], arguments[metric])
+    return loss, arguments
+
+
+def _check_arguments(name: str, metric: str, instance: Any, arguments: tuple[Any, ...]) -> None:
+    try:
+        inspect.signature(instance.add_batch).bind(*arguments)
+    except TypeError:
+        taken = inspect.signature(instance.add_batch)
+        raise StepOutputError(
+            f"{name} returned {metric!r}: {len(arguments)} argument(s) "
+            f"({', '.join(type(a).__name__ for a in arguments)}), but "
+            f"{type(instance).__name__}.add_batch takes {taken}; return a tuple of its "
+            "arguments, e.g. (predictions, references)"
+        ) from None
+
+
+def _validation_loss(name: str, loss: Any) -> torch.Tensor:
+    if not isinstance(loss, torch.Tensor) or (loss.ndim != 0 and loss.numel() != 1):
+        shape = f"shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor) else repr(loss)
+        raise StepOutputError(
+            f"{name} returned a loss of {type(loss).__name__} {shape}; expected a scalar tensor"
+        )
+    return loss.detach().reshape(())

@@ -1,0 +1,235 @@
+"""One ``Trainer.fit``: what exists only while a run goes (the accelerator, the prepared run,
+its owners and loop), from the fit's options to the run's end."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from accelerate.utils import set_seed
+
+from accmt_callbacks import CallbackHandler
+from accmt_state import TrainingState
+
+from .._module import RunHandle, bind_module
+from ..checkpointing import (
+    Checkpoints,
+    FolderLock,
+    Start,
+    check_writable,
+    resize_warning,
+    run_facts,
+    untouched_unless,
+)
+from ..console import console_lines, logger
+from ..data import check_datasets
+from ..runtime import (
+    drop_mixed_precision_forward,
+    make_accelerator,
+    start_trackers,
+    stop_on_signals,
+    warn_if_not_sharded,
+)
+from ._loop import TrainingLoop
+from ._options import FitOptions
+from ._owners import build_owners
+from ._sanity_check import check_names
+from ._setup import Run, prepare_run
+from ._start_lines import finished_line, start_line
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from torch.utils.data import Dataset
+
+    from .._module import AcceleratorModule, LogValues
+    from ..checkpointing import Checkpointable, SavingRule
+    from ..data import EpochPlan, Stages
+
+    Datasets = tuple[Dataset[Any] | Stages, dict[str, Dataset[Any]]]
+
+
+class Fit:
+    """One fit of ``module`` with ``options``. Making it makes the run's Accelerator;
+    :meth:`train` does the rest, holding the output folder's lock throughout. ``callbacks`` hold
+    the run's one stop request; ``log`` sends values to the trackers."""
+
+    def __init__(
+        self,
+        options: FitOptions,
+        module: AcceleratorModule,
+        callbacks: CallbackHandler,
+        *,
+        saving_rules: Mapping[str, SavingRule],
+        checkpointed: Sequence[Checkpointable],
+        log: LogValues,
+    ) -> None:
+        self.options, self.module, self.callbacks = options, module, callbacks
+        self.saving_rules, self.checkpointed, self.log = dict(saving_rules), checkpointed, log
+        self.accelerator = make_accelerator(options.accelerator_options, options.logging_options)
+        warn_if_not_sharded(self.accelerator)
+        self.state = TrainingState()
+        self.run: Run | None = None
+        self.loop: TrainingLoop | None = None
+        self.handle: RunHandle | None = None
+        """What the module reaches of this run (its optimizer step and trackers)."""
+        self.start = Start(facts={})
+        """Where the run starts: afresh, or a checkpoint's moment (set as the run is prepared)."""
+        self.started = False
+        """Whether the run got past its checks and writes into its folders."""
+        self.reported_names: dict[str, list[str]] | None = None
+        """What each validation set reported in the sanity check (set -> sorted names, the loss
+        as ``"loss"``), for a callback's ``on_fit_start`` to check the names it will read
+        (``self.trainer.latest_fit.reported_names``). None before the check, or without it."""
+
+    def train(self, datasets: Datasets, runner: object) -> TrainingState:
+        """Prepare the run, resume it if a checkpoint says so, and train it to its end. A run
+        that fails before its first step leaves its folders as it found them. ``runner`` is
+        what the callbacks see as their ``trainer``."""
+        options = self.options
+        seed = options.accelerator_options.seed
+        if seed is not None:
+            set_seed(seed)
+        tracking = options.logging_options
+        logs = [("logging_dir", tracking.logging_dir)] if tracking.log_with else []
+        folders = [("model_path", options.model_path), *logs]
+        with (
+            console_lines(self.accelerator.is_main_process),
+            untouched_unless(lambda: self.started, [folder for _, folder in folders]),
+        ):
+            check_writable(folders)
+            with FolderLock(options.model_path, self.accelerator, lambda: self.started):
+                check_datasets(*datasets)
+                try:
+                    return self._train(datasets, runner)
+                finally:
+                    self._release()
+
+    def _release(self) -> None:
+        """A finished fit keeps no reference back to its runner (the Trainer, which keeps the
+        fit) or from the callbacks (which refer to their handler) to the module, so that dropping
+        the Trainer and the module frees them and the model at once: the callbacks stay bound to
+        the run's state alone, and the module's handle keeps no step."""
+        if self.handle is not None:
+            self.callbacks.bind(module=None, trainer=None, state=self.state)
+            bind_module(self.module, self.accelerator, self.state, RunHandle(None, self.log))
+        if self.run is not None:
+            drop_mixed_precision_forward(self.run.model)
+            drop_mixed_precision_forward(self.module.teacher)
+
+    def _train(self, datasets: Datasets, runner: object) -> TrainingState:
+        options, accelerator, callbacks = self.options, self.accelerator, self.callbacks
+        saving = options.checkpoint_options
+        checkpoints = Checkpoints(
+            options.model_path / "checkpoints",
+            accelerator,
+            max_checkpoints=saving.max_checkpoints,
+            objects=self.checkpointed,
+            background=saving.checkpoint_async,
+        )
+
+        def locate(plan: EpochPlan) -> int:
+            """Once the loaders are prepared: the checkpoint to resume, sizing the schedule."""
+            hps = options.hps
+            facts = run_facts(accelerator, plan, hps.train_batch_size, hps.max_steps)
+            self.start = checkpoints.start(saving.resume, facts, look=saving.resumes)
+            return self.start.step_offset
+
+        self.run = run = prepare_run(
+            accelerator,
+            self.module,
+            options.hps,
+            datasets,
+            options.loader_options,
+            options.evaluation_options.metrics,
+            options.accelerator_options.gradient_checkpointing,
+            step_offset=locate,
+        )
+        start = self.start
+        resuming, process_state = start.folder, start.process_state
+        self.state = state = start.state or TrainingState()
+        callbacks.clear_stop()
+        self.loop = loop = self._build_loop(run, state, checkpoints, start.facts, runner)
+        if resuming is not None and process_state is not None:
+            checkpoints.load_rest(resuming, callbacks)
+            loop.restore(process_state)
+            if loop.reached_end():
+                # Nothing to train; the model is left as the run finished it.
+                checkpoints.clear_way(saving.resume, resuming)
+                checkpoints.load_accelerate(resuming)
+                if accelerator.is_main_process:
+                    logger.warning("%s", finished_line(options.model_path, state))
+                return state
+        if options.sanity_check:
+            self.reported_names = reported = loop.owners.evaluation.sanity_check()
+            rules = loop.owners.best_models.rules
+            check_names(reported, rules, list(callbacks.callbacks))
+        self.started = True  # from here on the run writes into its folders
+        checkpoints.clear_way(saving.resume, resuming)
+        hps, first_step = options.hps.to_dict(), state.global_step + 1 if resuming else 0
+        start_trackers(accelerator, options.logging_options, hps, first_step=first_step)
+        if accelerator.is_main_process:
+            if resuming is not None and start.made_on is not None:
+                made_on, now_on = start.made_on, accelerator.num_processes
+                warnings.warn(resize_warning(resuming, made_on, now_on), stacklevel=4)
+            batches = run.plan.epoch(min(state.epoch, run.epochs - 1))[1]
+            line = start_line(options.model_path, start, state, run, batches)
+            logger.info("%s", line)
+        return self._drive(loop, resuming)
+
+    def _build_loop(
+        self,
+        run: Run,
+        state: TrainingState,
+        checkpoints: Checkpoints,
+        facts: Mapping[str, Any],
+        runner: object,
+    ) -> TrainingLoop:
+        """The run's owners around ``state``, and the loop that drives them; the module and the
+        callbacks are bound to this run."""
+        options, module, callbacks = self.options, self.module, self.callbacks
+        owners = build_owners(
+            options,
+            run,
+            module,
+            state,
+            callbacks,
+            checkpoints,
+            saving_rules=self.saving_rules,
+            log=self.log,
+        )
+        self.handle = RunHandle(owners.optimizer_step, self.log)
+        bind_module(module, run.accelerator, state, self.handle)
+        callbacks.bind(module=module, trainer=runner, state=state)
+        return TrainingLoop(
+            run,
+            module,
+            state,
+            callbacks,
+            owners,
+            evaluation_options=options.evaluation_options,
+            logging_options=options.logging_options,
+            checkpoint_schedule=options.checkpoint_options.schedule,
+            log=self.log,
+            run_facts=facts,
+        )
+
+    def _drive(self, loop: TrainingLoop, resuming: Path | None) -> TrainingState:
+        checkpoints, callbacks = loop.owners.checkpoints, self.callbacks
+        try:
+            with stop_on_signals(callbacks.request_stop, self.options.handle_signals):
+                loop.fit(resuming)
+            checkpoints.wait()
+        except BaseException as error:
+            try:
+                checkpoints.wait()  # the write in flight ends before the error leaves fit
+            except Exception as failed:  # said, not raised: the first error is the one to see
+                logger.error(
+                    "the checkpoint being written when fit failed did not finish: %s", failed
+                )
+            callbacks.dispatch_exception(error)
+            raise
+        finally:
+            loop.owners.progress.close()
+        return loop.state

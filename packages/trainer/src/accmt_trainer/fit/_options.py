@@ -1,0 +1,34 @@
+"""What one ``fit`` is told: every owner's options object, made once when the Trainer is made."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from ..checkpointing import CheckpointOptions
+from ..config import HyperParameters
+from ..data import LoaderOptions
+from ..evaluation import EvaluationOptions
+from ..runtime import AcceleratorOptions, LoggingOptions
+from ._best_models import BestModelOptions
+from ._optimizer_step import StepOptions
+
+
+@attrs.frozen(kw_only=True)
+class FitOptions:
+    """The options of every fit a Trainer runs; each owner is made from its own field."""
+
+    hps: HyperParameters
+    model_path: Path
+    accelerator_options: AcceleratorOptions
+    loader_options: LoaderOptions
+    step_options: StepOptions
+    evaluation_options: EvaluationOptions
+    checkpoint_options: CheckpointOptions
+    best_model_options: BestModelOptions
+    logging_options: LoggingOptions
+    handle_signals: bool
+    """SIGINT and SIGTERM ask the run to stop (checkpointed) rather than kill it."""
+    sanity_check: bool
+    """Each validation set's first batch runs before the first step, and the names checked."""

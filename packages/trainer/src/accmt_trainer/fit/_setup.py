@@ -1,0 +1,161 @@
+"""Building a run's objects from the Trainer's options: the prepared model and loaders, each
+validation set's metrics, the optimizer and scheduler (the Accelerator is ``_accelerator``'s)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import torch
+
+# torch imports torch._dynamo at the first optimizer's add_param_group, and on the way
+# torch.fx.wrap keeps its own frame in a local: a frame cycle whose f_back chain would hold
+# every frame of the first fit (the Trainer, the module, the model) until the cycle collector
+# runs. Imported here, the chain is this import's. It costs ~0.6 s that the first optimizer
+# would spend anyway.
+import torch._dynamo
+from accelerate import Accelerator
+from accelerate.data_loader import DataLoaderShard
+from torch.optim import Optimizer
+from torch.optim.lr_scheduler import LRScheduler
+from torch.utils.data import DataLoader, Dataset
+
+from accmt_metrics import Metric
+
+from .._errors import TrainerConfigError
+from .._module import AcceleratorModule
+from ..config import HyperParameters
+from ..data import (
+    EpochPlan,
+    LoaderOptions,
+    Stages,
+    check_data,
+    evaluation_loader,
+    samples,
+    train_loader,
+)
+from ..evaluation import MetricsOption, metrics_per_set
+
+if TYPE_CHECKING:
+    from ..runtime import GradientCheckpointing
+
+
+@attrs.define(kw_only=True)
+class Run:
+    """The objects of one ``fit``, prepared by Accelerate."""
+
+    accelerator: Accelerator
+    model: torch.nn.Module
+    train_loader: DataLoaderShard
+    """The first stage's loader; ``plan`` says which one each epoch reads."""
+    plan: EpochPlan
+    val_loaders: dict[str, DataLoader[Any]]
+    val_metrics: dict[str, list[Metric]]
+    optimizer: Optimizer
+    scheduler: LRScheduler | None
+    steps_per_epoch: int
+    total_steps: int
+    epochs: int
+    """``HyperParameters.epochs``, or for stages the passes they take (``plan``)."""
+    train_batch_size: int
+    """Samples per training batch on each process."""
+
+
+def prepare_run(
+    accelerator: Accelerator,
+    module: AcceleratorModule,
+    hps: HyperParameters,
+    datasets: tuple[Dataset[Any] | Stages, dict[str, Dataset[Any]]],
+    loader_options: LoaderOptions,
+    metrics: MetricsOption,
+    gradient_checkpointing: GradientCheckpointing | None = None,
+    step_offset: Callable[[EpochPlan], int] | None = None,
+) -> Run:
+    """Loaders, model, metrics, optimizer and scheduler, prepared in Accelerate's order.
+
+    ``step_offset`` is asked, once the loaders are prepared and before the schedule is sized,
+    how far the run's ``global_step`` is from what this number of processes would count from
+    the first step (a resume on another number of processes, see ``_resize``): the schedule
+    spans the steps done plus the steps left here."""
+    train_data, val_sets = datasets
+    stages = train_data if isinstance(train_data, Stages) else None
+    if stages is not None and hps.step_scheduler_per_epoch:
+        raise TrainerConfigError(
+            "HyperParameters(step_scheduler_per_epoch=True) cannot be used with stages (a "
+            "curriculum): their epochs differ in length"
+        )
+    if gradient_checkpointing is not None:
+        gradient_checkpointing.enable(module.model)
+    train_loaders = [
+        train_loader(module, hps, loader_options, stage)
+        for stage in (stages.stages if stages else [(0, train_data, {})])
+    ]
+    val_loaders = {
+        key: evaluation_loader(module, dataset, hps, loader_options)
+        for key, dataset in val_sets.items()
+    }
+    # None: Accelerate's own placement (on the device); False: the batches stay on the CPU.
+    placement = None if loader_options.device_placement else False
+    model, *prepared_train = accelerator.prepare(
+        module.model,
+        *train_loaders,
+        device_placement=None if placement is None else [None, *[False] * len(train_loaders)],
+    )
+    prepared_val = {
+        key: accelerator.prepare_data_loader(loader, device_placement=placement)
+        for key, loader in val_loaders.items()
+    }
+    if module.teacher is not None:
+        module.teacher.requires_grad_(False)
+        module.teacher = accelerator.prepare_model(module.teacher, evaluation_mode=True)
+        module.teacher.eval()
+    module.model = model
+    accumulation = accelerator.gradient_accumulation_steps
+    plan = EpochPlan.build(prepared_train, stages.end_steps if stages else None, accumulation)
+    # Before the schedule is sized by the loaders' lengths: an empty one is named, not a 0.
+    check_data(plan.loaders, prepared_val)
+    steps_per_epoch = math.ceil(len(prepared_train[0]) / accumulation)
+    offset = 0 if step_offset is None else step_offset(plan)
+    total_steps = hps.epochs * steps_per_epoch + offset
+    if hps.max_steps is not None:
+        total_steps = min(total_steps, hps.max_steps)
+    if plan.layout is not None:
+        total_steps = plan.layout.end_steps[-1]
+    epochs = hps.epochs if plan.layout is None else plan.layout.epochs
+    optimizer, scheduler = _optimization(accelerator, module, model, hps, (total_steps, epochs))
+    return Run(
+        accelerator=accelerator,
+        model=model,
+        train_loader=prepared_train[0],
+        plan=plan,
+        val_loaders=prepared_val,
+        val_metrics=metrics_per_set(metrics, {k: samples(val_loaders[k]) for k in val_sets}),
+        optimizer=optimizer,
+        scheduler=scheduler,
+        steps_per_epoch=steps_per_epoch,
+        total_steps=total_steps,
+        epochs=epochs,
+        train_batch_size=hps.train_batch_size,
+    )
+
+
+def _optimization(
+    accelerator: Accelerator,
+    module: AcceleratorModule,
+    model: torch.nn.Module,
+    hps: HyperParameters,
+    length: tuple[int, int],
+) -> tuple[Optimizer, LRScheduler | None]:
+    """The optimizer, and the scheduler sized to ``length``: (optimizer steps, epochs)."""
+    total_steps, epochs = length
+    optimizer = module.get_optimizer() or hps.build_optimizer(
+        p for p in model.parameters() if p.requires_grad
+    )
+    scheduler_steps = epochs if hps.step_scheduler_per_epoch else total_steps
+    scheduler = module.get_scheduler(optimizer, scheduler_steps, epochs) or hps.build_scheduler(
+        optimizer, scheduler_steps, epochs
+    )
+    prepared = accelerator.prepare_optimizer(optimizer)
+    return prepared, accelerator.prepare_scheduler(scheduler) if scheduler is not None else None

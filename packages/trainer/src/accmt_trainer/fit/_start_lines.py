@@ -1,0 +1,53 @@
+"""The line a run says when it starts (afresh, or resumed from which checkpoint, epoch and
+step), and the one it says when a resumed run had nothing left to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..checkpointing import processes
+
+if TYPE_CHECKING:
+    from accmt_state import TrainingState
+
+    from ..checkpointing import Start
+    from ._setup import Run
+
+
+def start_line(
+    folder: Path, start: Start, state: TrainingState, run: Run, epoch_batches: int
+) -> str:
+    """Whether the run starts afresh or resumes, and from where: the checkpoint (and the
+    number of processes that made it, where that differs), the epoch (and the batch within
+    it, mid-epoch) and the optimizer step."""
+    epochs, steps, checkpoint = run.epochs, run.total_steps, start.folder
+    if checkpoint is None:
+        return (
+            f"starting afresh in {folder}: {_count(epochs, 'epoch')}, "
+            f"{_count(steps, 'optimizer step')}"
+        )
+    seen = state.batches_seen_in_epoch
+    where = (
+        f"epoch {state.epoch + 1}/{epochs} at batch {seen}/{epoch_batches}"
+        if seen
+        else f"epoch {state.epoch}/{epochs} done"
+    )
+    made = "" if start.made_on is None else f" (made on {processes(start.made_on)})"
+    line = f"resuming {folder} from {checkpoint.name}{made}: {where}"
+    line += f", step {state.global_step}/{steps}"
+    if state.finished:
+        line += f" (that run had finished; it goes on to {_count(epochs, 'epoch')})"
+    return line
+
+
+def _count(count: int, thing: str) -> str:
+    return f"{count} {thing}" if count == 1 else f"{count} {thing}s"
+
+
+def finished_line(folder: Path, state: TrainingState) -> str:
+    """A run resumed at its end: nothing to train, and how to train more."""
+    return (
+        f"{folder} already finished (epoch {state.epoch}, step {state.global_step}): nothing to "
+        "do. Raise epochs (or max_steps) to train on, or pass resume=False to start afresh"
+    )

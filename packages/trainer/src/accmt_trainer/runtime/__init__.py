@@ -1,0 +1,36 @@
+"""Where a run executes: the Accelerator (CPU or not, mixed precision, accumulation,
+compile), the process group a job makes and tears down, FSDP, signals, seeding, the trackers, and
+the memory and CPU use the Monitor logs."""
+
+from ._accelerator import (
+    AcceleratorOptions,
+    GradientCheckpointing,
+    drop_mixed_precision_forward,
+    make_accelerator,
+    use_cpu,
+)
+from ._fsdp import reshard, warn_if_not_sharded
+from ._process_group import ProcessGroupScope
+from ._seeding import seed_everything
+from ._signals import stop_on_signals
+from ._trackers import LoggingOptions, LogWith, log_artifact, start_trackers
+from ._usage import CpuClock, Usage
+
+__all__ = [
+    "AcceleratorOptions",
+    "CpuClock",
+    "GradientCheckpointing",
+    "LogWith",
+    "LoggingOptions",
+    "ProcessGroupScope",
+    "Usage",
+    "drop_mixed_precision_forward",
+    "log_artifact",
+    "make_accelerator",
+    "reshard",
+    "seed_everything",
+    "start_trackers",
+    "stop_on_signals",
+    "use_cpu",
+    "warn_if_not_sharded",
+]

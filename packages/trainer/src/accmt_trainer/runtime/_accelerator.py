@@ -1,0 +1,143 @@
+"""The Accelerator of a run: its options, checked when the Trainer is made, and making it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import torch
+from accelerate import Accelerator
+from accelerate.utils import DataLoaderConfiguration, TorchDynamoPlugin
+
+from accmt_decorators import current_process
+
+from .._errors import TrainerConfigError
+from ..config import one_of, option, positive_int
+
+if TYPE_CHECKING:
+    from ._trackers import LoggingOptions
+
+MIXED_PRECISION = (None, "no", "fp16", "bf16", "fp8")
+
+
+def check_compile_kwargs(compile_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``compile_kwargs`` are fields of Accelerate's TorchDynamoPlugin (torch.compile's)."""
+    if compile_kwargs is None:
+        return {}
+    known = {field.name for field in dataclasses.fields(TorchDynamoPlugin)}
+    unknown = sorted(set(compile_kwargs) - known)
+    if unknown:
+        raise TrainerConfigError(
+            f"Trainer(compile_kwargs=...): Accelerate's TorchDynamoPlugin takes no "
+            f"{', '.join(map(repr, unknown))}; it takes {sorted(known)}"
+        )
+    return dict(compile_kwargs)
+
+
+@attrs.frozen
+class GradientCheckpointing:
+    """``Trainer(gradient_checkpointing=True)``: the model's own gradient checkpointing
+    (transformers' ``gradient_checkpointing_enable``), turned on before it is prepared, with
+    ``gradient_checkpointing_kwargs``."""
+
+    kwargs: Mapping[str, Any] | None = None
+
+    def enable(self, model: torch.nn.Module) -> None:
+        enable = getattr(model, "gradient_checkpointing_enable", None)
+        if not callable(enable):
+            raise TrainerConfigError(
+                f"Trainer(gradient_checkpointing=True): {type(model).__name__} has no "
+                "gradient_checkpointing_enable(gradient_checkpointing_kwargs=...) method (a "
+                "transformers model has one); add one, or leave gradient_checkpointing off"
+            )
+        enable(gradient_checkpointing_kwargs=None if self.kwargs is None else dict(self.kwargs))
+
+
+@attrs.frozen(kw_only=True)
+class AcceleratorOptions:
+    """What the Accelerator of a run is made with, and how the model is prepared; checked when
+    the Trainer is made."""
+
+    cpu: bool | None = None
+    """True forces the CPU; None lets :func:`use_cpu` choose."""
+    mixed_precision: str | None = attrs.field(
+        default=None, validator=option(one_of, MIXED_PRECISION)
+    )
+    grad_accumulation_steps: int = attrs.field(default=1, validator=option(positive_int))
+    seed: int | None = None
+    """Seeds every RNG at the start of ``fit``, and the samplers' order."""
+    compile: bool = False
+    compile_kwargs: dict[str, Any] = attrs.field(factory=dict, converter=check_compile_kwargs)
+    gradient_checkpointing: GradientCheckpointing | None = None
+
+    def dynamo_plugin(self) -> TorchDynamoPlugin | None:
+        """Accelerate's torch dynamo settings: inductor unless ``compile_kwargs`` says."""
+        if not self.compile:
+            return None
+        return TorchDynamoPlugin(**{"backend": "inductor", **self.compile_kwargs})
+
+
+def make_accelerator(
+    options: AcceleratorOptions, logging: LoggingOptions, *, every_sample_once: bool = False
+) -> Accelerator:
+    """The run's Accelerator. ``every_sample_once`` (evaluate, predict): the loaders it prepares
+    give each process its own batches of the one-process order, the last round uneven, where
+    Accelerate's default evens them out by repeating samples from the start."""
+    return Accelerator(
+        cpu=use_cpu(options.cpu),
+        mixed_precision=options.mixed_precision,
+        gradient_accumulation_steps=options.grad_accumulation_steps,
+        # The scheduler is stepped by the loop, once per real optimizer step, and sized to
+        # exactly that count; Accelerate would otherwise step it once per process.
+        step_scheduler_with_optimizer=False,
+        # non_blocking: a batch's copy to the device does not wait for the device. A blocking
+        # copy synchronises the stream (torch's memcpy_and_sync): each step would wait for
+        # the previous one to finish on the GPU before it could be queued.
+        dataloader_config=DataLoaderConfiguration(
+            use_seedable_sampler=True,
+            data_seed=options.seed,
+            even_batches=not every_sample_once,
+            non_blocking=True,
+        ),
+        log_with=logging.log_with,
+        project_dir=str(logging.logging_dir),
+        dynamo_plugin=options.dynamo_plugin(),
+    )
+
+
+def use_cpu(cpu: bool | None) -> bool:
+    """Whether ``Trainer(cpu=cpu)`` runs on the CPU: True forces it; None picks it for a job of
+    several processes on a machine without an accelerator, where Accelerate alone would run
+    each process as its own job. A program that makes Accelerate's state before the Trainer
+    (a search that talks between processes first) makes it with the same choice."""
+    if cpu is not None:
+        return cpu
+    if current_process().num_processes == 1:
+        return False
+    xpu = getattr(torch, "xpu", None)
+    mps = getattr(torch.backends, "mps", None)
+    return not (
+        torch.cuda.is_available()
+        or (xpu is not None and xpu.is_available())
+        or (mps is not None and mps.is_available())
+    )
+
+
+def drop_mixed_precision_forward(model: torch.nn.Module | None) -> None:
+    """Give ``model`` back its own ``forward``. With mixed precision, Accelerate's
+    ``prepare_model`` keeps bound methods of the model in its ``__dict__`` (``_original_forward``
+    and the autocasting ``forward``): a reference cycle that would keep the model alive until
+    the cycle collector runs, once the run that prepared it is over."""
+    if model is None:
+        return
+    held = vars(model)
+    original = held.pop("_original_forward", None)
+    if original is None:
+        return
+    own = getattr(original, "__func__", None) is type(model).forward
+    if own and getattr(original, "__self__", None) is model:
+        held.pop("forward", None)  # the class's forward again
+    else:
+        held["forward"] = original  # a forward the instance had before: kept as it was

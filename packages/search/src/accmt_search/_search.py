@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from torch.utils.data import Dataset
 
-from accmt_trainer import HyperParameters, ProcessGroupScope, Trainer, stop_on_signals
+from accmt_trainer import (
+    HyperParameters,
+    ProcessGroupScope,
+    Trainer,
+    TrainerConfigError,
+    check_writable,
+    stop_on_signals,
+)
 
 from ._driver import Lead, Options, SearchRun
 from ._errors import SearchConfigError, SearchSpaceError
@@ -242,14 +248,11 @@ def _direction(direction: str) -> Literal["minimize", "maximize"]:
 
 def writable(folder: Path) -> None:
     """``output_dir`` can be made and written to by this process, before any trial (each writes
-    its folder there), as the Trainer checks its own before a fit."""
+    its folder there): the Trainer's own check, as a SearchConfigError."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".accmt-search-write-test-"):
-            pass
-    except OSError as error:
+        check_writable([("output_dir", folder)], owner="HyperParameterSearch")
+    except TrainerConfigError as error:
         raise SearchConfigError(
-            f"HyperParameterSearch(output_dir={str(folder)!r}): the folder cannot be written: "
             f"{error}; pass an output_dir that this process can write to"
         ) from error
 

@@ -9,9 +9,9 @@ from ._errors import (
     TrainerConfigError,
     TrainerError,
 )
-from ._module import AcceleratorModule, ExtendedAcceleratorModule
+from ._module import AcceleratorModule, ExtendedAcceleratorModule, RunHandle
 from ._trainer import Trainer
-from .checkpointing import load_weights
+from .checkpointing import check_writable, load_weights
 from .config import (
     HyperParameters,
     Monitor,
@@ -38,12 +38,14 @@ __all__ = [
     "ProcessGroupScope",
     "RangeCurriculum",
     "RatioCurriculum",
+    "RunHandle",
     "Scheduler",
     "StepOutputError",
     "StepsCurriculum",
     "Trainer",
     "TrainerConfigError",
     "TrainerError",
+    "check_writable",
     "iter_predictions",
     "load_predictions",
     "load_weights",

@@ -111,3 +111,19 @@ def test_weights_of_another_model_are_refused_by_name(tmp_path: Path) -> None:
     run.fit(Classifier(), blobs(16), blobs(8))
     with pytest.raises(TrainerConfigError, match=r"(?s)do not fit Sequential: .*size mismatch"):
         run.evaluate(Classifier(classes=4), blobs(8), weights="best_valid_loss")
+
+
+def test_evaluate_and_predict_count_nothing_of_the_fit_s_state(tmp_path: Path) -> None:
+    class Predicts(Classifier):
+        def predict_step(self, batch: Any) -> torch.Tensor:
+            return self.model(batch[0])
+
+    run = trainer(tmp_path / "run")
+    module = Predicts()
+    state = run.fit(module, blobs(64), blobs(20, seed=1))
+    before = (dict(state.additional_metrics), state.evaluations_done, state.global_step)
+    run.evaluate(module, {"other": blobs(12, seed=2)})
+    run.predict(module, blobs(12, seed=3))
+    assert run.state is state
+    assert (dict(state.additional_metrics), state.evaluations_done, state.global_step) == before
+    assert set(state.additional_metrics) == {"validation"}

@@ -75,7 +75,7 @@ def evaluate(
             loaders,
             per_set,
             no_callbacks,
-            state,
+            counters,
             monitor=tracking.monitor,
             log=log_results,
             options=options.evaluation_options,

@@ -181,6 +181,26 @@ def test_a_step_that_does_not_log_evaluate_or_checkpoint_does_not_sync(
     assert syncs.found == []
 
 
+class SummedLoss(Classifier):
+    """A loss summed over the batch's samples, with their number as a tensor or an int."""
+
+    def __init__(self, items: str) -> None:
+        super().__init__()
+        self.items = items
+
+    def training_step(self, batch: Any) -> dict[str, Any]:
+        features, labels = batch
+        loss = torch.nn.functional.cross_entropy(self.model(features), labels, reduction="sum")
+        items = (labels >= 0).sum() if self.items == "tensor" else len(labels)
+        return {"loss": loss, "num_items": items}
+
+
+@pytest.mark.parametrize("items", ["tensor", "int"])
+def test_a_summed_loss_with_num_items_does_not_sync_either(tmp_path: Path, items: str) -> None:
+    syncs = count(tmp_path, SummedLoss(items), grad_accumulation_steps=2, clip_grad=1.0)
+    assert syncs.found == []
+
+
 class ReadsItsLoss(Classifier):
     """A module whose step asks for its loss's value: the counting must see it."""
 

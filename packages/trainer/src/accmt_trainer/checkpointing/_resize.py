@@ -176,13 +176,16 @@ def parts_of(rank: int, made_on: int, now_on: int) -> list[int]:
 
 
 def merge_parts(parts: Sequence[Mapping[str, Any]], like: Mapping[str, Any]) -> dict[str, Any]:
-    """Loss windows of several processes as one: sums and counts added, so that the mean over
-    every process is the same. ``like`` gives the keys when there is no part to take."""
+    """Loss windows of several processes as one: sums, counts and items added, so that the mean
+    over every process is the same. ``like`` gives the keys when there is no part to take."""
     merged: dict[str, Any] = {}
     for key in like:
         windows = [part[key] for part in parts]
-        total = sum((w["total"] for w in windows), torch.zeros((), dtype=torch.float64))
-        merged[key] = {"total": total, "count": sum(int(w["count"]) for w in windows)}
+        zero = torch.zeros((), dtype=torch.float64)
+        total = sum((w["total"] for w in windows), zero)
+        items = sum((w.get("items", zero) for w in windows), zero)
+        count = sum(int(w["count"]) for w in windows)
+        merged[key] = {"total": total, "count": count, "items": items}
     return merged
 
 

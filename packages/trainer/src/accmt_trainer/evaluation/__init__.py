@@ -6,7 +6,7 @@ from ._consolidation import Extra, Predicate, make_consolidation
 from ._evaluation import Evaluation, EvaluationOptions, Results
 from ._loss_window import LossWindow
 from ._metric_sets import MetricsOption, metrics_per_set
-from ._step_outputs import check_training_loss
+from ._step_outputs import TrainingOutput, check_training_loss, split_training_output
 
 __all__ = [
     "Evaluation",
@@ -16,7 +16,9 @@ __all__ = [
     "MetricsOption",
     "Predicate",
     "Results",
+    "TrainingOutput",
     "check_training_loss",
     "make_consolidation",
     "metrics_per_set",
+    "split_training_output",
 ]

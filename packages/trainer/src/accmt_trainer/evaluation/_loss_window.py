@@ -8,12 +8,17 @@ from typing import Any
 import torch
 from accelerate import Accelerator
 
+Items = int | torch.Tensor
+"""How many items (tokens, samples) a summed loss is over: an int, or a 0-dim tensor."""
+
 
 class LossWindow:
     """A running sum of losses kept on the device: adding costs no host sync; reading does one.
 
-    Losses are kept as a list of detached tensors, folded into the sum every FOLD of them:
-    appending costs a tenth of a microsecond where an in-place tensor add costs several.
+    A plain loss is a mean and weighs 1; a summed loss comes with the number of items it sums,
+    and the window's mean is then the mean over those items (a token-weighted loss). Losses
+    are kept as lists of detached tensors, folded into the sums every FOLD of them: appending
+    costs a tenth of a microsecond where an in-place tensor add costs several.
     """
 
     FOLD = 1024
@@ -21,34 +26,55 @@ class LossWindow:
     def __init__(self, device: torch.device) -> None:
         self.total = torch.zeros((), device=device, dtype=torch.float64)
         self.count = 0
+        """The weight added as Python numbers: plain losses, and items given as ints."""
+        self.items = torch.zeros((), device=device, dtype=torch.float64)
+        """The weight added as tensors (items given as 0-dim tensors)."""
         self._pending: list[torch.Tensor] = []
+        self._pending_items: list[torch.Tensor] = []
 
-    def add(self, loss: torch.Tensor) -> None:
+    def add(self, loss: torch.Tensor, items: Items | None = None) -> None:
+        """A batch's ``loss``: a mean (``items`` None), or a sum over ``items`` items."""
         self._pending.append(loss)
+        if items is None:
+            self.count += 1
+        elif isinstance(items, torch.Tensor):
+            self._pending_items.append(items)
+        else:
+            self.count += items
         if len(self._pending) >= self.FOLD:
             self._fold()
 
     def _fold(self) -> None:
         if self._pending:
             self.total += torch.stack(self._pending).to(torch.float64).sum()
-            self.count += len(self._pending)
             self._pending.clear()
+        if self._pending_items:
+            self.items += torch.stack(self._pending_items).to(torch.float64).sum()
+            self._pending_items.clear()
 
     def state_dict(self) -> dict[str, Any]:
         self._fold()
-        return {"total": self.total.detach().cpu(), "count": self.count}
+        return {
+            "total": self.total.detach().cpu(),
+            "count": self.count,
+            "items": self.items.detach().cpu(),
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self._pending.clear()
+        self._pending_items.clear()
         self.total.copy_(state["total"])
         self.count = int(state["count"])
+        # A checkpoint written before summed losses had no tensor weight.
+        self.items.copy_(state.get("items", torch.zeros((), dtype=torch.float64)))
 
     def reduce_mean(self, accelerator: Accelerator) -> float | None:
         """The mean over this window on every process, then resets the window."""
         self._fold()
-        count = torch.tensor(float(self.count), device=self.total.device, dtype=torch.float64)
-        summed = accelerator.reduce(torch.stack([self.total, count]), reduction="sum")
+        weight = self.items + self.count
+        summed = accelerator.reduce(torch.stack([self.total, weight]), reduction="sum")
         self.total.zero_()
+        self.items.zero_()
         self.count = 0
         total, samples = (float(x) for x in summed.tolist())
         return total / samples if samples else None

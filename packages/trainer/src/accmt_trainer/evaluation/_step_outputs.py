@@ -18,6 +18,39 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 _VAR_POSITIONAL = inspect.Parameter.VAR_POSITIONAL
 
 
+TrainingOutput = tuple["torch.Tensor | None", "int | torch.Tensor | None"]
+"""A training step's loss, and the items it sums over (None for a mean loss)."""
+
+
+def split_training_output(module: object, output: Any, *, may_be_none: bool) -> TrainingOutput:
+    """``training_step``'s return: a loss (a mean), or ``{"loss": summed, "num_items": n}`` (a
+    sum over ``n`` items: an int or a 0-dim tensor, read without a sync)."""
+    name = f"{type(module).__name__}.training_step(batch)"
+    if not isinstance(output, Mapping):
+        check_training_loss(module, output, may_be_none=may_be_none)
+        return output, None
+    unknown = sorted(set(output) - {"loss", "num_items"})
+    if "loss" not in output or unknown:
+        raise StepOutputError(
+            f"{name} returned a dict with keys {sorted(output)}; return the loss, or "
+            '{"loss": summed_loss, "num_items": n} (a loss summed over n items)'
+        )
+    loss, items = output["loss"], output.get("num_items")
+    check_training_loss(module, loss, may_be_none=may_be_none)
+    if items is not None and not _is_count(items):
+        raise StepOutputError(
+            f"{name} returned num_items={items!r}; give the number of items the loss sums "
+            "over, as an int or a 0-dim integer or float tensor"
+        )
+    return loss, items
+
+
+def _is_count(items: Any) -> bool:
+    if isinstance(items, torch.Tensor):
+        return items.numel() == 1 and not items.is_complex() and items.dtype != torch.bool
+    return isinstance(items, int) and not isinstance(items, bool) and items >= 0
+
+
 def check_training_loss(module: object, loss: Any, *, may_be_none: bool) -> None:
     """A scalar tensor attached to the graph (or None, from a module that steps itself)."""
     name = f"{type(module).__name__}.training_step(batch)"

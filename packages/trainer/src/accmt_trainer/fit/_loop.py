@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from accmt_callbacks import CallbackHandler
 
+from .._errors import StepOutputError
 from .._module import ExtendedAcceleratorModule
 from ..checkpointing import CheckpointSchedule, Unit, restore_lengths, schedule_lengths
 from ..console import evaluation_postfix, logger, metrics_line
-from ..evaluation import EvaluationOptions, LossWindow, check_training_loss
+from ..evaluation import EvaluationOptions, LossWindow, split_training_output
 from ..runtime import LoggingOptions, Usage
 from ._owners import Owners
 from ._setup import Run
@@ -64,6 +65,7 @@ class TrainingLoop:
             logging_options.monitor, device, main_process=run.accelerator.is_main_process
         )
         self._epoch_batches = len(run.train_loader)  # batches the current epoch reads
+        self._summed: bool | None = None  # whether the steps give num_items (the first says)
 
     # ----------------------------------------------------------------------------- run
 
@@ -209,15 +211,16 @@ class TrainingLoop:
         self.callbacks.call("on_before_training_step", batch)
         owners.optimizer_step.start_batch()
         with accelerator.accumulate(self.run.model) if self._accumulating else _NO_CONTEXT:
-            loss = self.module.training_step(batch)
-            check_training_loss(self.module, loss, may_be_none=self._extended)
-            if not self._extended:
-                owners.optimizer_step.step(loss)
+            output = self.module.training_step(batch)
+            loss, items = split_training_output(self.module, output, may_be_none=self._extended)
+            self._check_items_given(items)
+            if loss is not None and not self._extended:
+                owners.optimizer_step.step(loss, items)
         if loss is not None:
             detached = loss.detach()
             if owners.guard.add(detached, state.global_step + 1):
-                self.loss_since_log.add(detached)
-                self.epoch_loss.add(detached)
+                self.loss_since_log.add(detached, items)
+                self.epoch_loss.add(detached, items)
         owners.progress.advance()
         state.batch_iteration += 1
         state.batches_seen_in_epoch += 1
@@ -228,6 +231,20 @@ class TrainingLoop:
         self.callbacks.call("on_after_training_step")
         if syncing:
             self._after_optimizer_step()
+
+    def _check_items_given(self, items: object) -> None:
+        """A run's steps all give ``num_items`` (summed losses) or none do (mean losses)."""
+        given = items is not None
+        if self._summed is None:
+            self._summed = given
+        elif given != self._summed:
+            first = "summed losses with num_items" if self._summed else "mean losses"
+            raise StepOutputError(
+                f"{type(self.module).__name__}.training_step(batch) returned "
+                f"{'a num_items' if given else 'no num_items'} at batch "
+                f"{self.state.batch_iteration + 1}, where the run's first steps returned "
+                f"{first}; return num_items on every step or on none"
+            )
 
     def _after_optimizer_step(self) -> None:
         step, log_every = self.state.global_step, self.logging_options.log_every
@@ -294,6 +311,8 @@ class TrainingLoop:
         values: dict[str, float] = {}
         monitor, state = self.logging_options.monitor, self.state
         mean = self.loss_since_log.reduce_mean(self.run.accelerator)
+        if self._summed:
+            self.owners.optimizer_step.check_items()
         self.owners.guard.check_logged_mean(mean)
         if monitor.train_loss and mean is not None:
             values["train/loss"] = mean

@@ -2,6 +2,13 @@
 
 The Trainer's own step and an ``ExtendedAcceleratorModule``'s go through the same methods, so
 gradient accumulation, clipping, mixed precision, the scheduler and their hooks behave alike.
+
+An optimizer step's gradient is the mean over the items of its whole window, whatever the
+split. Accelerate divides each loss by the accumulation steps and DDP averages the processes;
+at the window's end the gradients are rescaled on the device: by ``steps / batches`` for a
+window shorter than the accumulation (an epoch's last), and for summed losses by
+``processes * steps / items``, the items of the window on every process (one all-reduce of a
+scalar, no host sync).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from torch.optim.lr_scheduler import LRScheduler
 
 from accmt_callbacks import CallbackHandler
 
+from .._errors import StepOutputError
 from ..config import clip_value, one_of, option, positive_int
 from ._nonfinite import NONFINITE_POLICIES, NonFinitePolicy
 
@@ -83,6 +91,10 @@ class OptimizerStep:
         self.options = options
         self.stepped = False
         """Whether the optimizer stepped on the current batch."""
+        self._window_batches = 0
+        self._window_items: int | torch.Tensor | None = None
+        self.empty_steps = torch.zeros((), dtype=torch.int64, device=accelerator.device)
+        """Optimizer steps whose window summed no item (read by the loop at its logs)."""
         self._grad_norm: Any = None
         self._direct = direct_optimizer(optimizer, accelerator)
 
@@ -109,6 +121,7 @@ class OptimizerStep:
         if not self.accelerator.sync_gradients:
             return
         optimizer = optimizer or self.optimizer
+        self._rescale_window()
         self._measure_grad_norm()
         direct = self._direct if optimizer is self.optimizer else None
         if self.skip_nonfinite and not math.isfinite(self.grad_norm or 0.0):
@@ -153,8 +166,13 @@ class OptimizerStep:
         if every is not None and global_step % every == 0:
             memory.clear_device_cache(garbage_collection=True)
 
-    def step(self, loss: torch.Tensor) -> None:
-        """The whole optimizer step of an ordinary training batch."""
+    def step(self, loss: torch.Tensor, items: int | torch.Tensor | None = None) -> None:
+        """The whole optimizer step of an ordinary training batch: ``loss`` a mean, or with
+        ``items`` a sum over that many items."""
+        self._window_batches += 1
+        if items is not None:
+            held = self._window_items
+            self._window_items = items if held is None else held + items
         self.backward(loss)
         self.step_optimizer()
         self.step_scheduler()
@@ -167,6 +185,43 @@ class OptimizerStep:
         scheduler.step()
         self.callbacks.call("on_after_scheduler_step", scheduler)
 
+    def _rescale_window(self) -> None:
+        """The window's gradients as the mean over its own batches, or over its items."""
+        batches, items = self._window_batches, self._window_items
+        self._window_batches, self._window_items = 0, None
+        if batches == 0:
+            return  # an ExtendedAcceleratorModule's own backward: its losses are its own
+        accumulation = self.accelerator.gradient_accumulation_steps
+        factor: float | torch.Tensor = accumulation / batches
+        if items is not None:
+            device = self.accelerator.device
+            count = (
+                items.to(device=device, dtype=torch.float64)
+                if isinstance(items, torch.Tensor)
+                else torch.full((), items, dtype=torch.float64, device=device)  # no copy
+            )
+            count = self.accelerator.reduce(count, reduction="sum")
+            processes = self.accelerator.num_processes
+            if self.state.global_step == 0 and not bool(count > 0):  # one host sync, at step 1
+                raise _no_items(1)
+            # Later, no items over a whole step gives it no gradient, not a division by zero;
+            # the loop names it at its next log (check_items).
+            factor = torch.where(count > 0, processes * accumulation / count, 0.0)
+            self.empty_steps += (count == 0).to(torch.int64)
+        elif batches == accumulation:
+            return
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        if isinstance(factor, torch.Tensor):
+            torch._foreach_mul_(grads, factor.to(grads[0].dtype) if grads else factor)
+        elif grads:
+            torch._foreach_mul_(grads, factor)
+
+    def check_items(self) -> None:
+        """At a log (which syncs anyway): every optimizer step since the last summed items."""
+        empty = int(self.empty_steps)
+        if empty:
+            raise _no_items(self.state.global_step, empty)
+
     def _measure_grad_norm(self) -> None:
         every = self.grad_norm_every
         if every == "epoch":
@@ -177,6 +232,15 @@ class OptimizerStep:
             return
         limit = math.inf if self.clip_grad is None else self.clip_grad
         self._grad_norm = self.accelerator.clip_grad_norm_(self.model.parameters(), limit)
+
+
+def _no_items(step: int, steps: int = 1) -> StepOutputError:
+    which = f"optimizer step {step}" if steps == 1 else f"{steps} optimizer steps up to {step}"
+    return StepOutputError(
+        f"training_step returned num_items adding up to 0 over a whole optimizer step "
+        f"({which}, every batch of its accumulation window on every process): its summed loss "
+        "has no item to be the mean over; give batches with items, or leave such batches out"
+    )
 
 
 def direct_optimizer(optimizer: Optimizer, accelerator: Accelerator) -> Optimizer | None:

@@ -37,6 +37,7 @@ from ..data import (
     train_loader,
 )
 from ..evaluation import MetricsOption, metrics_per_set
+from ..runtime import shards_the_model
 
 if TYPE_CHECKING:
     from ..runtime import GradientCheckpointing
@@ -103,8 +104,13 @@ def prepare_run(
         *train_loaders,
         device_placement=None if placement is None else [None, *[False] * len(train_loaders)],
     )
+    # Validation gives every sample once, as evaluate does (each process its batches of the
+    # one-process order, the last round uneven), unless the model is split across processes
+    # and every process must take part in every forward: then Accelerate evens the batches
+    # out and the metrics drop the repeated samples (their loss is not exact).
+    once = not shards_the_model(accelerator)
     prepared_val = {
-        key: accelerator.prepare_data_loader(loader, device_placement=placement)
+        key: _validation_loader(accelerator, loader, placement, every_sample_once=once)
         for key, loader in val_loaders.items()
     }
     if module.teacher is not None:
@@ -115,7 +121,9 @@ def prepare_run(
     accumulation = accelerator.gradient_accumulation_steps
     plan = EpochPlan.build(prepared_train, stages.end_steps if stages else None, accumulation)
     # Before the schedule is sized by the loaders' lengths: an empty one is named, not a 0.
-    check_data(plan.loaders, prepared_val)
+    # The validation sets as one process reads them: with every sample once, a process may
+    # have no batch of a small set, which is fine as long as the set has one.
+    check_data(plan.loaders, val_loaders)
     steps_per_epoch = math.ceil(len(prepared_train[0]) / accumulation)
     offset = 0 if step_offset is None else step_offset(plan)
     total_steps = hps.epochs * steps_per_epoch + offset
@@ -131,7 +139,9 @@ def prepare_run(
         train_loader=prepared_train[0],
         plan=plan,
         val_loaders=prepared_val,
-        val_metrics=metrics_per_set(metrics, {k: samples(val_loaders[k]) for k in val_sets}),
+        val_metrics=metrics_per_set(
+            metrics, {k: None if once else samples(val_loaders[k]) for k in val_sets}
+        ),
         optimizer=optimizer,
         scheduler=scheduler,
         steps_per_epoch=steps_per_epoch,
@@ -139,6 +149,26 @@ def prepare_run(
         epochs=epochs,
         train_batch_size=hps.train_batch_size,
     )
+
+
+def _validation_loader(
+    accelerator: Accelerator,
+    loader: DataLoader[Any],
+    placement: bool | None,
+    *,
+    every_sample_once: bool,
+) -> DataLoader[Any]:
+    """``loader`` prepared with or without Accelerate's even batches (a setting it reads when
+    it prepares a loader), the Accelerator's own setting left as it was for training."""
+    even = accelerator.even_batches
+    accelerator.even_batches = not every_sample_once
+    try:
+        prepared: DataLoader[Any] = accelerator.prepare_data_loader(
+            loader, device_placement=placement
+        )
+    finally:
+        accelerator.even_batches = even
+    return prepared
 
 
 def _optimization(

@@ -18,14 +18,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelerate import Accelerator
-from accelerate.utils import DistributedType, extract_model_from_parallel
+from accelerate.utils import extract_model_from_parallel
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from .._errors import TrainerConfigError
 from .._module import RunHandle, bind_module
 from ..checkpointing import load_weights, parse_rule
 from ..data import evaluation_loader
-from ..runtime import ProcessGroupScope, drop_mixed_precision_forward, make_accelerator
+from ..runtime import (
+    ProcessGroupScope,
+    drop_mixed_precision_forward,
+    make_accelerator,
+    shards_the_model,
+)
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
@@ -38,9 +43,6 @@ Weights = str | os.PathLike[str] | None
 saving rule (``"best_valid_loss"``, ``"accuracy"``), or a saved folder or checkpoint. Weights
 are loaded into ``module.model``, which keeps them: evaluating the best model and then
 predicting with it needs them loaded once."""
-
-# Their models are split across processes: every process must take part in every forward.
-_SHARDED = (DistributedType.FSDP, DistributedType.DEEPSPEED, DistributedType.MEGATRON_LM)
 
 
 @contextlib.contextmanager
@@ -62,7 +64,7 @@ def inference_job(
                 options.accelerator_options, options.logging_options, every_sample_once=True
             )
         )
-        if accelerator.distributed_type in _SHARDED:
+        if shards_the_model(accelerator):
             raise TrainerConfigError(
                 f"{call}: a model sharded across processes ({accelerator.distributed_type}) "
                 "cannot yet be evaluated with every sample once; evaluate it on one process, "

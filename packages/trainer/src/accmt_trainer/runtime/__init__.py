@@ -9,7 +9,7 @@ from ._accelerator import (
     make_accelerator,
     use_cpu,
 )
-from ._fsdp import reshard, warn_if_not_sharded
+from ._fsdp import reshard, shards_the_model, warn_if_not_sharded
 from ._process_group import ProcessGroupScope
 from ._seeding import seed_everything
 from ._signals import stop_on_signals
@@ -29,6 +29,7 @@ __all__ = [
     "make_accelerator",
     "reshard",
     "seed_everything",
+    "shards_the_model",
     "start_trackers",
     "stop_on_signals",
     "use_cpu",

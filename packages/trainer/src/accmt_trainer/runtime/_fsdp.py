@@ -16,6 +16,15 @@ import torch
 from accelerate import Accelerator
 from accelerate.utils import DistributedType, parse_flag_from_env
 
+# Their models are split across processes: every process must take part in every forward.
+_SHARDED = (DistributedType.FSDP, DistributedType.DEEPSPEED, DistributedType.MEGATRON_LM)
+
+
+def shards_the_model(accelerator: Accelerator) -> bool:
+    """Whether ``accelerator`` splits the model across processes (FSDP, DeepSpeed, Megatron):
+    then every process takes part in every forward, and no process may run fewer batches."""
+    return accelerator.distributed_type in _SHARDED
+
 
 def fsdp_requested() -> bool:
     """Whether this process was launched for FSDP (Accelerate's ``ACCELERATE_USE_FSDP``)."""

@@ -1,0 +1,66 @@
+"""Fit's own validation over 101 samples, with lr 0 so that the weights stay as made:
+``fit_validation_worker.py OUT.json``. The main process writes what fit recorded (each set's
+loss and metrics) and what Trainer.evaluate gives on the same set, to compare across numbers of
+processes."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import TensorDataset
+
+from accmt_metrics import Accuracy, MeanSquaredError
+from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
+
+
+def blobs(n: int, seed: int) -> TensorDataset:
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, 3, (n,), generator=generator)
+    return TensorDataset(torch.randn(n, 2, generator=generator) + labels[:, None], labels)
+
+
+class Classifier(AcceleratorModule):
+    def __init__(self) -> None:
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(
+            torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)
+        )
+
+    def training_step(self, batch: Any) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
+
+    def validation_step(self, key: str, batch: Any) -> dict[str, Any]:
+        features, labels = batch
+        logits = self.model(features)
+        probability = logits.softmax(-1)[:, 0]
+        return {
+            "loss": torch.nn.functional.cross_entropy(logits, labels),
+            "accuracy": (logits.argmax(-1), labels),
+            "mse": (probability, (labels == 0).float()),
+        }
+
+
+def main(out: Path) -> None:
+    hps = HyperParameters(epochs=1, batch_size=8, optimizer="SGD", optimizer_kwargs={"lr": 0.0})
+    metrics = [Accuracy(), MeanSquaredError()]
+    with tempfile.TemporaryDirectory() as folder:
+        trainer = Trainer(
+            hps, folder, metrics=metrics, log_with=None, progress_bar=False, cpu=True,
+            checkpoint_every=None, disable_model_saving=True,
+        )  # fmt: skip
+        sets = {"validation": blobs(101, 1), "small": blobs(5, 2)}
+        module = Classifier()
+        state = trainer.fit(module, blobs(48, 0), sets)
+        evaluated = trainer.evaluate(module, sets)
+        if trainer.accelerator.is_main_process:
+            record = {"fit": state.additional_metrics, "evaluate": evaluated}
+            out.write_text(json.dumps(record))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -36,7 +36,7 @@ def load_weights(target: AcceleratorModule | torch.nn.Module, path: str | os.Pat
     model = target if isinstance(target, torch.nn.Module) else target.model
     source = weights_file(Path(path))
     try:
-        _load(extract_model_from_parallel(model), _tensors(source))
+        _load(extract_model_from_parallel(model, keep_torch_compile=False), _tensors(source))
     except RuntimeError as error:
         raise TrainerConfigError(
             f"load_weights({str(path)!r}): the saved weights do not fit "
@@ -49,12 +49,20 @@ def _load(model: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> None:
     """Every parameter and buffer of ``model`` from ``tensors``, by name and shape. A name
     missing from ``tensors`` is allowed only where the model ties it to one they hold (an LM
     head tied to its embedding): safetensors stores a tied tensor once, and Accelerate's
-    save_model drops the other names."""
+    save_model drops the other names. Names are matched without torch.compile's ``_orig_mod``
+    (a compiled model's weights load into the model, and back)."""
+    names = {_uncompiled(name): name for name in model.state_dict()}
+    tensors = {names.get(_uncompiled(key), key): value for key, value in tensors.items()}
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     aliases = _aliases(model)
     untied = [name for name in missing if not aliases[name] & tensors.keys()]
     if untied or unexpected:
         raise RuntimeError(f"missing {untied}, unexpected {list(unexpected)}")
+
+
+def _uncompiled(name: str) -> str:
+    """``name`` without the ``_orig_mod`` parts torch.compile's wrapper adds."""
+    return ".".join(part for part in name.split(".") if part != "_orig_mod")
 
 
 def _aliases(model: torch.nn.Module) -> dict[str, set[str]]:

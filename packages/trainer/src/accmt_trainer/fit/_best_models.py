@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import torch
 from accelerate import Accelerator
+from accelerate.utils import extract_model_from_parallel
 
 from accmt_state import write_json
 
 from .._errors import TrainerConfigError
 from ..checkpointing import SavingRule, parse_rule, recover_folder, replace_folder
 from ..config import check_patience, check_shard_size
+from ..runtime import shards_the_model
 from ._nonfinite import NonFiniteGuard
 
 if TYPE_CHECKING:
@@ -120,7 +122,10 @@ class BestModels:
             staging.mkdir(parents=True)
         accelerator.wait_for_everyone()
         accelerator.save_model(
-            self.model, str(staging), max_shard_size=self.max_shard_size, safe_serialization=True
+            _saved(self.model, accelerator),
+            str(staging),
+            max_shard_size=self.max_shard_size,
+            safe_serialization=True,
         )
         # Every process must be done with the staging folder before it is renamed.
         accelerator.wait_for_everyone()
@@ -170,3 +175,13 @@ def patience_per_rule(
             f"rules are {[rule.name for rule in rules]}"
         )
     return dict(patience)
+
+
+def _saved(model: torch.nn.Module, accelerator: Accelerator) -> torch.nn.Module:
+    """What a best model saves: the user's own model, so that its names are the model's with or
+    without ``compile=True`` (a compiled model's would start with ``_orig_mod.``). A model split
+    across processes is saved through its wrapper, which gathers it."""
+    if shards_the_model(accelerator):
+        return model
+    own: torch.nn.Module = extract_model_from_parallel(model, keep_torch_compile=False)
+    return own

@@ -136,8 +136,14 @@ def run_campaign(root: Path, nproc: int) -> Campaign:
         [["--kill-at-step", "8"], ["--kill-at-step", "11"], ["--kill-in-checkpoint", "2"]],
         "curriculum: SIGKILL after steps 8 and 11 and inside the 2nd checkpoint",
     )  # fmt: skip
+    # With a weight average (ema_decay): the kills of the sync run, the average in the weights.
+    ran.killed["ema"] = Killed(
+        root / "ema", ["--ema"], ran.killed["sync"].kills,
+        ran.killed["sync"].story.replace("sync", "ema", 1),
+    )  # fmt: skip
     uninterrupted = [[str(ran.out("uninterrupted"))],
-                     [str(ran.out("curriculum_uninterrupted")), "--curriculum"]]  # fmt: skip
+                     [str(ran.out("curriculum_uninterrupted")), "--curriculum"],
+                     [str(ran.out("ema_uninterrupted")), "--ema"]]  # fmt: skip
     # A kill ends its launch: each launch makes one, the killed runs taking turns.
     kills = [run.arguments(*run.kills[turn]) for turn in range(3) for run in ran.killed.values()]
     ran.plan = [
@@ -196,6 +202,19 @@ def test_a_killed_curriculum_resumes_to_the_uninterrupted_weights(
     killed = ran.killed["curriculum"]
     expected = ran.out("curriculum_uninterrupted")
     assert_same_weights(expected, killed.out, nproc, CURRICULUM_STEPS, killed.story)
+
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_a_killed_run_with_a_weight_average_resumes_to_the_same_average(
+    nproc: int, campaign: Callable[[int], Campaign]
+) -> None:
+    ran = campaign(nproc)
+    ran.check_launches("ema", STEPS[nproc])
+    killed = ran.killed["ema"]
+    expected = ran.out("ema_uninterrupted")
+    assert_same_weights(expected, killed.out, nproc, STEPS[nproc], killed.story)
+    averaged = list(final_weights(expected, nproc)[0]["weights"])
+    assert any(name.startswith("average/") for name in averaged)
 
 
 def test_a_finished_run_resumes_to_nothing(

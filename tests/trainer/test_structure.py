@@ -28,8 +28,12 @@ def private_accesses(source: str) -> list[str]:
 
 # Other libraries' private names used on purpose, by module, each for a reason said there:
 # Accelerate has no public way to forget its per-process state, and torch's group count is kept
-# across a destroy so that a group made again gets store keys of its own.
+# across a destroy so that a group made again gets store keys of its own; torch's fused list
+# operations (its optimizers' and clip_grad_norm_'s own) scale a window's gradients and update
+# the weight average in one kernel each, where a loop would launch one per parameter.
 THIRD_PARTY = {
+    "fit/_optimizer_step.py": {"torch._foreach_mul_"},
+    "fit/_weight_average.py": {"torch._foreach_lerp_"},
     "runtime/_process_group.py": {
         "AcceleratorState._reset_state",
         "torch.distributed.distributed_c10d._world",

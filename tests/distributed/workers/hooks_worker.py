@@ -79,8 +79,10 @@ def train(out: Path, kill_at_step: int | None) -> None:
         callbacks=[Record(path, kill_at_step)], log_with=None, progress_bar=False,
         metrics=[Accuracy()], cpu=True,
     )  # fmt: skip
-    # 16 validation samples: one batch on each process, on 1 process or 2.
-    trainer.fit(Classifier(), data(128, seed=1), data(16, seed=2))
+    # One validation batch of 16 on each process: validation gives every sample once, so each
+    # process needs a batch of its own.
+    validation = data(16 * int(os.environ["WORLD_SIZE"]), seed=2)
+    trainer.fit(Classifier(), data(128, seed=1), validation)
 
 
 def main() -> None:

@@ -125,6 +125,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--kill-in-checkpoint", type=int)
     parser.add_argument("--async", dest="background", action="store_true")
     parser.add_argument("--curriculum", action="store_true")
+    parser.add_argument("--ema", action="store_true")
     return parser.parse_args(argv)
 
 
@@ -148,6 +149,7 @@ def train(args: argparse.Namespace, launch: int) -> None:
         hps, args.out / "run", grad_accumulation_steps=2, checkpoint_every="3 steps",
         evaluate_every_n_steps=5, seed=7, log_with=None, progress_bar=False, cpu=True,
         callbacks=callbacks, checkpoint_async=args.background,
+        ema_decay=0.9 if args.ema else None,
     )  # fmt: skip
     killing = args.kill_in_checkpoint
     with kill_inside_checkpoint(killing, events) if killing else nullcontext():
@@ -155,6 +157,8 @@ def train(args: argparse.Namespace, launch: int) -> None:
         state = trainer.fit(Classifier(), samples, data(48, seed=2))
     model = trainer.accelerator.unwrap_model(trainer.model)
     weights = {name: value.detach().cpu() for name, value in model.state_dict().items()}
+    averaged = trainer.averaged_weights() or {}
+    weights.update({f"average/{name}": value.detach().cpu() for name, value in averaged.items()})
     rank = trainer.accelerator.process_index
     torch.save({"weights": weights, "state": state.to_dict()}, args.out / f"final_rank{rank}.pt")
     events.note("end", global_step=state.global_step)

@@ -252,9 +252,8 @@ def writable(folder: Path) -> None:
     try:
         check_writable([("output_dir", folder)], owner="HyperParameterSearch")
     except TrainerConfigError as error:
-        raise SearchConfigError(
-            f"{error}; pass an output_dir that this process can write to"
-        ) from error
+        advice = "pass an output_dir that this process can write to"
+        raise SearchConfigError(f"{error}; {advice}") from error.__cause__
 
 
 def validation_sets(val_dataset: Any) -> Dataset[Any] | Mapping[str, Dataset[Any]]:

@@ -37,7 +37,7 @@ from .checkpointing import (
 from .config import HyperParameters, Monitor, refuses_former_options
 from .data import LoaderOptions, TrainData, named_sets, training_data
 from .evaluation import EvaluationOptions, Extra, MetricsOption, Predicate, make_consolidation
-from .fit import BestModelOptions, Fit, FitOptions, NonFinitePolicy, StepOptions
+from .fit import BestModelOptions, Fit, FitOptions, NonFinitePolicy, OfLatestFit, StepOptions
 from .inference import InferenceOptions, Weights, evaluate, predict
 from .runtime import (
     AcceleratorOptions,
@@ -47,32 +47,6 @@ from .runtime import (
     ProcessGroupScope,
     log_artifact,
 )
-
-_NO_DEFAULT = object()
-
-
-class OfLatestFit:
-    """A read-only Trainer attribute that is the latest fit's (accelerator, prepared model,
-    optimizer, scheduler, reported names); before any fit ``before_fit``, else AttributeError."""
-
-    _OF_THE_FIT = ("accelerator", "reported_names")  # the others are the prepared run's
-
-    def __init__(self, before_fit: Any = _NO_DEFAULT) -> None:
-        self.before_fit = before_fit
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, trainer: Trainer | None, owner: type | None = None) -> Any:
-        if trainer is None:
-            return self
-        fit = trainer.latest_fit
-        if fit is None and self.before_fit is not _NO_DEFAULT:
-            return self.before_fit
-        source = fit if self.name in self._OF_THE_FIT or fit is None else fit.run
-        if source is None:
-            raise AttributeError(f"Trainer.{self.name} exists once fit has prepared the run")
-        return getattr(source, self.name)
 
 
 class Trainer:
@@ -141,6 +115,7 @@ class Trainer:
         sanity_check: bool = True,
         on_nonfinite_loss: NonFinitePolicy = "error",
         checkpoint_async: bool = False,
+        ema_decay: float | None = None,
     ) -> None:
         self.hps = HyperParameters.from_config(hps_config)
         self.model_path = Path(model_path)
@@ -222,6 +197,7 @@ class Trainer:
             logging_options=self.logging_options,
             handle_signals=handle_signals,
             sanity_check=sanity_check,
+            ema_decay=ema_decay,
         )
         """What every :meth:`fit` is handed: the options above, made once."""
         self.inference_options = InferenceOptions(
@@ -246,6 +222,13 @@ class Trainer:
     scheduler = OfLatestFit()
     reported_names = OfLatestFit(before_fit=None)
     """The names each set reported in the latest fit's sanity check (None before it, or off)."""
+
+    def averaged_weights(self) -> dict[str, torch.Tensor] | None:
+        """The latest fit's exponential moving average of the weights (``ema_decay``), by the
+        model's parameter names (``model.load_state_dict(..., strict=False)`` takes it); None
+        without one. The model itself keeps training's own weights."""
+        fit = self.latest_fit
+        return None if fit is None or fit.average is None else fit.average.weights()
 
     @property
     def state(self) -> TrainingState:

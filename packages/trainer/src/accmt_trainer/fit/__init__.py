@@ -3,7 +3,7 @@ step, best models and patience, the non-finite guard), the training loop, the na
 before the first step, and the lines it says."""
 
 from ._best_models import BestModelOptions
-from ._fit import Fit
+from ._fit import Fit, OfLatestFit
 from ._nonfinite import NonFinitePolicy
 from ._optimizer_step import OptimizerStep, StepOptions, direct_optimizer
 from ._options import FitOptions
@@ -13,6 +13,7 @@ __all__ = [
     "Fit",
     "FitOptions",
     "NonFinitePolicy",
+    "OfLatestFit",
     "OptimizerStep",
     "StepOptions",
     "direct_optimizer",

@@ -12,6 +12,7 @@ from accelerate.utils import set_seed
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState
 
+from .._errors import TrainerConfigError
 from .._module import RunHandle, bind_module
 from ..checkpointing import (
     Checkpoints,
@@ -27,6 +28,7 @@ from ..data import check_datasets
 from ..runtime import (
     drop_mixed_precision_forward,
     make_accelerator,
+    shards_the_model,
     start_trackers,
     stop_on_signals,
     warn_if_not_sharded,
@@ -37,6 +39,7 @@ from ._owners import build_owners
 from ._sanity_check import check_names
 from ._setup import Run, prepare_run
 from ._start_lines import finished_line, start_line
+from ._weight_average import WeightAverage
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -72,6 +75,8 @@ class Fit:
         self.state = TrainingState()
         self.run: Run | None = None
         self.loop: TrainingLoop | None = None
+        self.average: WeightAverage | None = None
+        """The run's exponential moving average of the weights (``ema_decay``), or None."""
         self.handle: RunHandle | None = None
         """What the module reaches of this run (its optimizer step and trackers)."""
         self.start = Start(facts={})
@@ -121,11 +126,12 @@ class Fit:
     def _train(self, datasets: Datasets, runner: object) -> TrainingState:
         options, accelerator, callbacks = self.options, self.accelerator, self.callbacks
         saving = options.checkpoint_options
+        self.average = average = self._weight_average()
         checkpoints = Checkpoints(
             options.model_path / "checkpoints",
             accelerator,
             max_checkpoints=saving.max_checkpoints,
-            objects=self.checkpointed,
+            objects=[*self.checkpointed, *([average] if average else [])],
             background=saving.checkpoint_async,
         )
 
@@ -146,6 +152,8 @@ class Fit:
             options.accelerator_options.gradient_checkpointing,
             step_offset=locate,
         )
+        if average is not None:
+            average.start()  # from the weights the run starts with, where they train
         start = self.start
         resuming, process_state = start.folder, start.process_state
         self.state = state = start.state or TrainingState()
@@ -178,6 +186,18 @@ class Fit:
             logger.info("%s", line)
         return self._drive(loop, resuming)
 
+    def _weight_average(self) -> WeightAverage | None:
+        decay = self.options.ema_decay
+        if decay is None:
+            return None
+        if shards_the_model(self.accelerator):
+            raise TrainerConfigError(
+                f"Trainer(ema_decay={decay}): a model split across processes "
+                f"({self.accelerator.distributed_type}) cannot keep a weight average yet; "
+                "train it without ema_decay, or with DDP"
+            )
+        return WeightAverage(self.module.model, decay)
+
     def _build_loop(
         self,
         run: Run,
@@ -198,6 +218,7 @@ class Fit:
             checkpoints,
             saving_rules=self.saving_rules,
             log=self.log,
+            average=self.average,
         )
         self.handle = RunHandle(owners.optimizer_step, self.log)
         bind_module(module, run.accelerator, state, self.handle)
@@ -233,3 +254,33 @@ class Fit:
         finally:
             loop.owners.progress.close()
         return loop.state
+
+
+_NO_DEFAULT = object()
+
+
+class OfLatestFit:
+    """A read-only attribute of the object that runs fits (its ``latest_fit``) that is the
+    latest fit's: its accelerator, prepared model, optimizer, scheduler or reported names.
+    Before any fit it is ``before_fit`` when given, else reading it raises AttributeError."""
+
+    _OF_THE_FIT = ("accelerator", "reported_names")  # the others are the prepared run's
+
+    def __init__(self, before_fit: Any = _NO_DEFAULT) -> None:
+        self.before_fit = before_fit
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, runner: Any, owner: type | None = None) -> Any:
+        if runner is None:
+            return self
+        fit: Fit | None = runner.latest_fit
+        if fit is None and self.before_fit is not _NO_DEFAULT:
+            return self.before_fit
+        source = fit if self.name in self._OF_THE_FIT or fit is None else fit.run
+        if source is None:
+            raise AttributeError(
+                f"{type(runner).__name__}.{self.name} exists once fit has prepared the run"
+            )
+        return getattr(source, self.name)

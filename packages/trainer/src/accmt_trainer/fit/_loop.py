@@ -188,7 +188,8 @@ class TrainingLoop:
         evaluate = self._epoch_end_evaluates() and not self.callbacks.should_stop
         if evaluate:
             self._evaluate()
-        owners.best_models.after_epoch(train_loss)
+        with self._averaged():
+            owners.best_models.after_epoch(train_loss)
         self.callbacks.call("on_epoch_end")
         state.epoch += 1
         state.batches_seen_in_epoch = state.train_step = 0
@@ -248,6 +249,9 @@ class TrainingLoop:
 
     def _after_optimizer_step(self) -> None:
         step, log_every = self.state.global_step, self.logging_options.log_every
+        average = self.owners.average
+        if average is not None and self.owners.optimizer_step.stepped:
+            average.update()
         self.owners.optimizer_step.after_step(step)
         if log_every != "epoch" and step % log_every == 0:
             self._log_training()
@@ -270,12 +274,18 @@ class TrainingLoop:
     def _evaluate(self) -> None:
         self.owners.guard.check()
         self.callbacks.call("on_evaluation_start")
-        results = self.owners.evaluation.evaluate()
-        self.owners.progress.show_evaluation(evaluation_postfix(results))
-        if self.run.accelerator.is_main_process:
-            logger.info("%s", metrics_line(self.state, self.run.epochs, results))
-        self.owners.best_models.after_evaluation()
+        with self._averaged():
+            results = self.owners.evaluation.evaluate()
+            self.owners.progress.show_evaluation(evaluation_postfix(results))
+            if self.run.accelerator.is_main_process:
+                logger.info("%s", metrics_line(self.state, self.run.epochs, results))
+            self.owners.best_models.after_evaluation()
         self.callbacks.call("on_evaluation_end")
+
+    def _averaged(self) -> contextlib.AbstractContextManager[None]:
+        """The weight average in the model (``ema_decay``), else the model as it is."""
+        average = self.owners.average
+        return _NO_CONTEXT if average is None else average.applied()
 
     def _due(self, unit: Unit, count: int) -> bool:
         schedule = self.checkpoint_schedule

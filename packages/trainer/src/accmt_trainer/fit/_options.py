@@ -7,12 +7,13 @@ from pathlib import Path
 import attrs
 
 from ..checkpointing import CheckpointOptions
-from ..config import HyperParameters
+from ..config import HyperParameters, option
 from ..data import LoaderOptions
 from ..evaluation import EvaluationOptions
 from ..runtime import AcceleratorOptions, LoggingOptions
 from ._best_models import BestModelOptions
 from ._optimizer_step import StepOptions
+from ._weight_average import check_decay
 
 
 @attrs.frozen(kw_only=True)
@@ -32,3 +33,5 @@ class FitOptions:
     """SIGINT and SIGTERM ask the run to stop (checkpointed) rather than kill it."""
     sanity_check: bool
     """Each validation set's first batch runs before the first step, and the names checked."""
+    ema_decay: float | None = attrs.field(default=None, validator=option(check_decay))
+    """Keep an exponential moving average of the weights with this decay (``_weight_average``)."""

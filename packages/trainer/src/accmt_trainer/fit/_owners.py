@@ -18,6 +18,7 @@ from ._nonfinite import NonFiniteGuard
 from ._optimizer_step import OptimizerStep
 from ._options import FitOptions
 from ._setup import Run
+from ._weight_average import WeightAverage
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
@@ -35,6 +36,9 @@ class Owners:
     checkpoints: Checkpoints
     guard: NonFiniteGuard
     progress: ProgressBar
+    average: WeightAverage | None = None
+    """The weight average (``ema_decay``): updated after each optimizer step, applied while
+    the run evaluates and saves its best models."""
 
 
 def build_owners(
@@ -47,6 +51,7 @@ def build_owners(
     *,
     saving_rules: Mapping[str, SavingRule],
     log: LogValues,
+    average: WeightAverage | None = None,
 ) -> Owners:
     """The owners of one run around ``state``; ``log`` sends values to its trackers."""
     accelerator, step_options = run.accelerator, options.step_options
@@ -93,6 +98,7 @@ def build_owners(
         checkpoints=checkpoints,
         guard=guard,
         progress=ProgressBar(logging_options.progress_bar, accelerator.is_main_process),
+        average=average,
     )
 
 

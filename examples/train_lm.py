@@ -84,6 +84,9 @@ def chunks(tokenizer: Tokenizer, texts: list[str], length: int) -> list[dict[str
     return [sample for sample in samples if len(sample["input_ids"]) > 1]
 
 
+IGNORED = -100  # the label of padding, which the loss leaves out
+
+
 class TinyGPT(torch.nn.Module):
     """Token and position embeddings, causal self-attention blocks, tied output layer."""
 
@@ -120,19 +123,26 @@ class LanguageModel(AcceleratorModule):
 
     def step(
         self, batch: dict[str, torch.Tensor]
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Logits for tokens 1..n from tokens 0..n-1, the shifted labels, and the loss."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Logits for tokens 1..n from tokens 0..n-1, the shifted labels, the loss summed over
+        the labelled tokens (padding is labelled -100 and left out) and their number."""
         logits = self.model(batch["input_ids"])[:, :-1]
         labels = batch["labels"][:, 1:]
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
-        return logits, labels, loss
+        summed = torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORED, reduction="sum"
+        )
+        return logits, labels, summed, (labels != IGNORED).sum()
 
-    def training_step(self, batch: Any) -> torch.Tensor:
-        return self.step(batch)[2]
+    def training_step(self, batch: Any) -> dict[str, Any]:
+        # A summed loss and its number of tokens: each optimizer step is the mean over every
+        # token of its batches (accumulation and processes included), so a short sequence
+        # weighs as little as its few tokens.
+        _, _, summed, tokens = self.step(batch)
+        return {"loss": summed, "num_items": tokens}
 
     def validation_step(self, key: str, batch: Any) -> dict[str, Any]:
-        logits, labels, loss = self.step(batch)
-        return {"loss": loss, "perplexity": (logits, labels)}
+        logits, labels, summed, tokens = self.step(batch)
+        return {"loss": summed / tokens, "perplexity": (logits, labels)}
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from safetensors.torch import load_file, save_file
 
 from accmt_metrics import Accuracy
 from accmt_trainer import HyperParameters, Trainer, load_weights
+from accmt_trainer.runtime import own_model
 
 from .conftest import Classifier, blobs
 
@@ -36,7 +37,7 @@ def trainer(folder: Path, compiled: bool, epochs: int = 2) -> Trainer:
 
 
 def weights(run: Trainer) -> dict[str, torch.Tensor]:
-    model = run.accelerator.unwrap_model(run.model, keep_torch_compile=False)
+    model = own_model(run.model)
     return {name: value.detach().clone() for name, value in model.state_dict().items()}
 
 

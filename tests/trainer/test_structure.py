@@ -34,6 +34,8 @@ def private_accesses(source: str) -> list[str]:
 THIRD_PARTY = {
     "fit/_optimizer_step.py": {"torch._foreach_mul_"},
     "fit/_weight_average.py": {"torch._foreach_lerp_"},
+    # torch.compile's wrapper keeps the model as _orig_mod, and Accelerate 1.2 cannot drop it.
+    "runtime/_accelerator.py": {"compiled._orig_mod"},
     "runtime/_process_group.py": {
         "AcceleratorState._reset_state",
         "torch.distributed.distributed_c10d._world",

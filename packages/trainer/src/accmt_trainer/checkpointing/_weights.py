@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
-from accelerate.utils import extract_model_from_parallel
 from safetensors.torch import load_file
 
 from .._errors import TrainerConfigError
+from ..runtime import own_model
 
 if TYPE_CHECKING:
     from .._module import AcceleratorModule
@@ -36,7 +36,7 @@ def load_weights(target: AcceleratorModule | torch.nn.Module, path: str | os.Pat
     model = target if isinstance(target, torch.nn.Module) else target.model
     source = weights_file(Path(path))
     try:
-        _load(extract_model_from_parallel(model, keep_torch_compile=False), _tensors(source))
+        _load(own_model(model), _tensors(source))
     except RuntimeError as error:
         raise TrainerConfigError(
             f"load_weights({str(path)!r}): the saved weights do not fit "

@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import torch
 from accelerate import Accelerator
-from accelerate.utils import extract_model_from_parallel
 
 from accmt_state import write_json
 
 from .._errors import TrainerConfigError
 from ..checkpointing import SavingRule, parse_rule, recover_folder, replace_folder
 from ..config import check_patience, check_shard_size
-from ..runtime import shards_the_model
+from ..runtime import own_model, shards_the_model
 from ._nonfinite import NonFiniteGuard
 
 if TYPE_CHECKING:
@@ -183,5 +182,4 @@ def _saved(model: torch.nn.Module, accelerator: Accelerator) -> torch.nn.Module:
     across processes is saved through its wrapper, which gathers it."""
     if shards_the_model(accelerator):
         return model
-    own: torch.nn.Module = extract_model_from_parallel(model, keep_torch_compile=False)
-    return own
+    return own_model(model)

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
-from accelerate.utils import extract_model_from_parallel
 
 from .._errors import TrainerConfigError
+from ..runtime import own_model
 
 
 def check_decay(name: str, value: Any) -> None:
@@ -37,7 +37,7 @@ class WeightAverage:
     starts from, once the model is where it trains."""
 
     def __init__(self, model: torch.nn.Module, decay: float) -> None:
-        own = extract_model_from_parallel(model, keep_torch_compile=False)
+        own = own_model(model)
         self.names = [name for name, _ in own.named_parameters()]
         self.parameters = [parameter for _, parameter in own.named_parameters()]
         self.averages: list[torch.Tensor] = []

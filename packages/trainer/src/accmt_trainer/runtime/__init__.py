@@ -7,6 +7,7 @@ from ._accelerator import (
     GradientCheckpointing,
     drop_mixed_precision_forward,
     make_accelerator,
+    own_model,
     use_cpu,
 )
 from ._fsdp import reshard, shards_the_model, warn_if_not_sharded
@@ -27,6 +28,7 @@ __all__ = [
     "drop_mixed_precision_forward",
     "log_artifact",
     "make_accelerator",
+    "own_model",
     "reshard",
     "seed_everything",
     "shards_the_model",

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import torch
 from accelerate import Accelerator
-from accelerate.utils import DataLoaderConfiguration, TorchDynamoPlugin
+from accelerate.utils import (
+    DataLoaderConfiguration,
+    TorchDynamoPlugin,
+    extract_model_from_parallel,
+    is_compiled_module,
+)
 
 from accmt_decorators import current_process
 
@@ -141,3 +146,15 @@ def drop_mixed_precision_forward(model: torch.nn.Module | None) -> None:
         held.pop("forward", None)  # the class's forward again
     else:
         held["forward"] = original  # a forward the instance had before: kept as it was
+
+
+def own_model(model: torch.nn.Module) -> torch.nn.Module:
+    """The user's own model inside Accelerate's wrappers (DDP, mixed precision's) and
+    torch.compile's, whose parameter names are the model's."""
+    inner: torch.nn.Module = extract_model_from_parallel(model)
+    # Accelerate 1.2 (the oldest we take) keeps torch.compile's wrapper, and has no
+    # keep_torch_compile to drop it; the wrapper holds the model as _orig_mod.
+    if is_compiled_module(inner):
+        compiled: Any = inner
+        inner = compiled._orig_mod
+    return inner

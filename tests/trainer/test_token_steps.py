@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 
+from accmt_callbacks import Callback
 from accmt_trainer import HyperParameters, StepOutputError, Trainer
 
 from .conftest import Classifier, blobs
@@ -103,10 +104,29 @@ def test_bad_num_items_are_named(tmp_path: Path, items: Any, match: str) -> None
     assert module.batches <= 2  # named at the batch that gave it, or before the first step
 
 
-def test_a_step_with_no_item_later_is_named_at_the_next_log(tmp_path: Path) -> None:
-    module = Summed(lambda batch: 0 if batch == 2 else 8)
-    with pytest.raises(StepOutputError, match=r"optimizer step 4"):
-        fit(tmp_path, module, log_every=4)
+def test_a_later_step_without_items_leaves_the_weights_as_they_were(tmp_path: Path) -> None:
+    class Records(Callback):
+        def __init__(self) -> None:
+            self.weights: list[torch.Tensor] = []
+
+        def on_after_optimizer_step(self, optimizer: Any) -> None:
+            self.weights.append(self.trainer.model[0].weight.detach().clone())
+
+    class AllPadding(Summed):
+        """Batch 3 is all padding: a summed loss over no item, 0."""
+
+        def training_step(self, batch: Any) -> Any:
+            output = super().training_step(batch)
+            if self.batches == 3:
+                output["loss"] = output["loss"] * 0
+            return output
+
+    records = Records()
+    # Plain SGD: a step's update is its gradient alone; step 3's is 0 (not 0/0).
+    fit(tmp_path, AllPadding(lambda batch: 0 if batch == 2 else 8), callbacks=[records])
+    assert torch.equal(records.weights[2], records.weights[1])
+    assert not torch.equal(records.weights[3], records.weights[2])
+    assert all(bool(torch.isfinite(weights).all()) for weights in records.weights)
 
 
 def test_a_dict_must_hold_the_loss(tmp_path: Path) -> None:

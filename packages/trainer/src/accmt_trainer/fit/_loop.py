@@ -321,8 +321,6 @@ class TrainingLoop:
         values: dict[str, float] = {}
         monitor, state = self.logging_options.monitor, self.state
         mean = self.loss_since_log.reduce_mean(self.run.accelerator)
-        if self._summed:
-            self.owners.optimizer_step.check_items()
         self.owners.guard.check_logged_mean(mean)
         if monitor.train_loss and mean is not None:
             values["train/loss"] = mean

@@ -93,8 +93,7 @@ class OptimizerStep:
         """Whether the optimizer stepped on the current batch."""
         self._window_batches = 0
         self._window_items: int | torch.Tensor | None = None
-        self.empty_steps = torch.zeros((), dtype=torch.int64, device=accelerator.device)
-        """Optimizer steps whose window summed no item (read by the loop at its logs)."""
+        self._parameters = list(model.parameters())
         self._grad_norm: Any = None
         self._direct = direct_optimizer(optimizer, accelerator)
 
@@ -192,35 +191,41 @@ class OptimizerStep:
         if batches == 0:
             return  # an ExtendedAcceleratorModule's own backward: its losses are its own
         accumulation = self.accelerator.gradient_accumulation_steps
-        factor: float | torch.Tensor = accumulation / batches
-        if items is not None:
-            device = self.accelerator.device
-            count = (
-                items.to(device=device, dtype=torch.float64)
-                if isinstance(items, torch.Tensor)
-                else torch.full((), items, dtype=torch.float64, device=device)  # no copy
-            )
-            count = self.accelerator.reduce(count, reduction="sum")
-            processes = self.accelerator.num_processes
-            if self.state.global_step == 0 and not bool(count > 0):  # one host sync, at step 1
-                raise _no_items(1)
-            # Later, no items over a whole step gives it no gradient, not a division by zero;
-            # the loop names it at its next log (check_items).
-            factor = torch.where(count > 0, processes * accumulation / count, 0.0)
-            self.empty_steps += (count == 0).to(torch.int64)
-        elif batches == accumulation:
+        if items is None:
+            if batches != accumulation:
+                self._scale(accumulation / batches)
             return
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
-        if isinstance(factor, torch.Tensor):
-            torch._foreach_mul_(grads, factor.to(grads[0].dtype) if grads else factor)
-        elif grads:
-            torch._foreach_mul_(grads, factor)
+        processes = self.accelerator.num_processes
+        if processes > 1 or isinstance(items, torch.Tensor):
+            items = self._window_total(items)
+        if self.state.global_step == 0 and not bool(items > 0):  # one host read, at step 1
+            raise _no_items(1)
+        # Later, a step without items keeps the gradient its summed loss has, none, rather
+        # than dividing by zero (a stream's all-padding batches, say).
+        if isinstance(items, torch.Tensor):
+            self._scale(processes * accumulation / items.clamp(min=1))
+        else:
+            self._scale(processes * accumulation / max(items, 1))
 
-    def check_items(self) -> None:
-        """At a log (which syncs anyway): every optimizer step since the last summed items."""
-        empty = int(self.empty_steps)
-        if empty:
-            raise _no_items(self.state.global_step, empty)
+    def _window_total(self, items: int | torch.Tensor) -> torch.Tensor:
+        """The window's items on every process, on the device (a sum over processes)."""
+        device = self.accelerator.device
+        if isinstance(items, torch.Tensor):
+            count = items if items.device == device else items.to(device=device)
+        else:
+            count = torch.full((), items, device=device)  # filled there: no copy from the host
+        if self.accelerator.num_processes == 1:
+            return count
+        total: torch.Tensor = self.accelerator.reduce(count.to(torch.float64), reduction="sum")
+        return total
+
+    def _scale(self, factor: float | torch.Tensor) -> None:
+        grads = [p.grad for p in self._parameters if p.grad is not None]
+        if not grads:
+            return
+        if isinstance(factor, torch.Tensor) and factor.dtype != grads[0].dtype:
+            factor = factor.to(grads[0].dtype)
+        torch._foreach_mul_(grads, factor)
 
     def _measure_grad_norm(self) -> None:
         every = self.grad_norm_every
@@ -234,12 +239,11 @@ class OptimizerStep:
         self._grad_norm = self.accelerator.clip_grad_norm_(self.model.parameters(), limit)
 
 
-def _no_items(step: int, steps: int = 1) -> StepOutputError:
-    which = f"optimizer step {step}" if steps == 1 else f"{steps} optimizer steps up to {step}"
+def _no_items(step: int) -> StepOutputError:
     return StepOutputError(
         f"training_step returned num_items adding up to 0 over a whole optimizer step "
-        f"({which}, every batch of its accumulation window on every process): its summed loss "
-        "has no item to be the mean over; give batches with items, or leave such batches out"
+        f"(optimizer step {step}, every batch of its accumulation window on every process): "
+        "its summed loss has no item to be the mean over; give batches with items"
     )
 
 

@@ -168,3 +168,19 @@ def start_worker(out: Path, seed: int, shared: list[str]) -> subprocess.Popen[st
 def trained_folders(out: Path) -> list[str]:
     lines = (out / "trained_rank0.jsonl").read_text().splitlines()
     return [json.loads(line)["folder"] for line in lines]
+
+
+def test_no_password_of_the_storage_url_reaches_a_message(postgres: str, tmp_path: Path) -> None:
+    from accmt_search._errors import StudyError
+    from accmt_search._study import make_storage, open_study, shown_url
+
+    # The server trusts its socket: the password is sent and not checked, as a URL would carry it.
+    with_password = postgres.replace("postgres@", "postgres:hunter2@", 1)
+    assert "hunter2" in with_password
+    storage = make_storage(with_password, tmp_path, heartbeat_interval=None, grace_period=None)
+    open_study(storage, "secret-study", "minimize", None, None, seed=0)
+    with pytest.raises(StudyError, match=r"\*\*\*") as caught:
+        open_study(storage, "secret-study", "maximize", None, None, seed=0)
+    assert "hunter2" not in str(caught.value)
+    assert "hunter2" not in shown_url(with_password)
+    assert shown_url("sqlite:////tmp/study.db") == "sqlite:////tmp/study.db"

@@ -9,6 +9,7 @@ trial it repeats, and trains in that trial's folder, so it resumes from its chec
 from __future__ import annotations
 
 import importlib.util
+import re
 import time
 import warnings
 from collections.abc import Sequence
@@ -178,7 +179,20 @@ def default_pruner() -> optuna.pruners.BasePruner:
 
 def _describe(storage: BaseStorage) -> str:
     url = getattr(storage, "url", None)
-    return repr(url) if isinstance(url, str) else type(storage).__name__
+    return repr(shown_url(url)) if isinstance(url, str) else type(storage).__name__
+
+
+def shown_url(url: str) -> str:
+    """``url`` as messages and logs may show it: its password hidden (SQLAlchemy's own
+    rendering), so that no credential reaches an error or a log."""
+    from sqlalchemy.engine import make_url  # here: importing SQLAlchemy takes a third of a second
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        shown: str = make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:  # not a URL SQLAlchemy reads: hide whatever stands for a password
+        shown = re.sub(r"(//[^:/@]*:)[^@/]*@", r"\1***@", url)
+    return shown
 
 
 def fail_stale_trials(study: optuna.Study) -> None:

@@ -90,7 +90,7 @@ def make_accelerator(
     """The run's Accelerator. ``every_sample_once`` (evaluate, predict): the loaders it prepares
     give each process its own batches of the one-process order, the last round uneven, where
     Accelerate's default evens them out by repeating samples from the start."""
-    return Accelerator(
+    accelerator = Accelerator(
         cpu=use_cpu(options.cpu),
         mixed_precision=options.mixed_precision,
         gradient_accumulation_steps=options.grad_accumulation_steps,
@@ -110,6 +110,26 @@ def make_accelerator(
         project_dir=str(logging.logging_dir),
         dynamo_plugin=options.dynamo_plugin(),
     )
+    check_processes(accelerator)
+    return accelerator
+
+
+def check_processes(accelerator: Accelerator) -> None:
+    """Accelerate's state counts the processes torch.distributed's group has. A program that
+    made ``PartialState()`` (or an ``Accelerator``) before the Trainer, without ``cpu=True``, on
+    a machine without GPUs, has a state that says one process while the group has several:
+    each process would run as a job of its own (both would take the output folder's lock)."""
+    if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return
+    group = torch.distributed.get_world_size()
+    if accelerator.num_processes != group:
+        raise TrainerConfigError(
+            f"Accelerate's state says {accelerator.num_processes} process(es) "
+            f"({accelerator.distributed_type}) but torch.distributed's group has {group}: the "
+            "program made Accelerate's state before the Trainer without cpu=True (on a machine "
+            "without GPUs, PartialState() reports one process); make it with "
+            "PartialState(cpu=True) or Accelerator(cpu=True), or let the Trainer make it"
+        )
 
 
 def use_cpu(cpu: bool | None) -> bool:

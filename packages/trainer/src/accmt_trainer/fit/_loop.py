@@ -87,9 +87,10 @@ class TrainingLoop:
         start = self.evaluation_options.eval_when_start and resuming is None
         if start and self.owners.evaluation.has_data:
             self._evaluate()
-        while not (self.reached_end() or self.callbacks.should_stop):
+        while not (self.reached_end() or self.owners.stop.agreed):
             self._train_epoch(rest)
             rest = None
+        self.owners.stop.close()
         evaluation = self.owners.evaluation
         if (
             self.evaluation_options.eval_when_finish
@@ -152,7 +153,7 @@ class TrainingLoop:
             self._step(batch)
             if not self.run.accelerator.sync_gradients:
                 continue  # a stop waits for the end of the optimizer step
-            if self.callbacks.should_stop or (
+            if self.owners.stop.agreed or (
                 state.global_step >= self.run.total_steps and not state.is_last_training_batch
             ):
                 # The epoch stays unfinished: a resume from this step's checkpoint ends it.
@@ -185,7 +186,7 @@ class TrainingLoop:
         owners.optimizer_step.end_epoch()
         if self.logging_options.log_every == "epoch":
             self._log_training()
-        evaluate = self._epoch_end_evaluates() and not self.callbacks.should_stop
+        evaluate = self._epoch_end_evaluates() and not owners.stop.now()
         if evaluate:
             self._evaluate()
         with self._averaged():
@@ -198,7 +199,7 @@ class TrainingLoop:
         due = self._due("epoch", state.epoch) or (
             evaluate and self._due("eval", state.evaluations_done)
         )
-        if due and not (self.callbacks.should_stop or self.reached_end()):
+        if due and not (owners.stop.now() or self.reached_end()):
             self.checkpoint()
 
     def _epoch_end_evaluates(self) -> bool:
@@ -249,6 +250,8 @@ class TrainingLoop:
 
     def _after_optimizer_step(self) -> None:
         step, log_every = self.state.global_step, self.logging_options.log_every
+        stop = self.owners.stop
+        stop.at_step()  # the previous step's requests, agreed; this step's, sent
         average = self.owners.average
         if average is not None and self.owners.optimizer_step.stepped:
             average.update()
@@ -262,8 +265,9 @@ class TrainingLoop:
             if not epoch_end_follows:
                 self._evaluate()
                 evaluated = True
+                stop.now()  # the processes met to evaluate: patience's stop is taken here
         if (
-            self.callbacks.should_stop
+            stop.agreed
             or self._due("step", step)
             or (evaluated and self._due("eval", self.state.evaluations_done))
         ):

@@ -18,6 +18,7 @@ from ._nonfinite import NonFiniteGuard
 from ._optimizer_step import OptimizerStep
 from ._options import FitOptions
 from ._setup import Run
+from ._stop_agreement import StopAgreement
 from ._weight_average import WeightAverage
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ class Owners:
     checkpoints: Checkpoints
     guard: NonFiniteGuard
     progress: ProgressBar
+    stop: StopAgreement
+    """The run's one stop decision, agreed by every process."""
     average: WeightAverage | None = None
     """The weight average (``ema_decay``): updated after each optimizer step, applied while
     the run evaluates and saves its best models."""
@@ -98,6 +101,7 @@ def build_owners(
         checkpoints=checkpoints,
         guard=guard,
         progress=ProgressBar(logging_options.progress_bar, accelerator.is_main_process),
+        stop=StopAgreement(callbacks, accelerator.num_processes),
         average=average,
     )
 

@@ -96,6 +96,19 @@ def test_a_run_resumed_mid_epoch_says_from_where(
     assert steps == ["8", "12"]
 
 
+def test_a_stopped_run_says_why_where_and_that_it_did_not_finish(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = console_of(make(tmp_path, epochs=3, callbacks=[StopAt(6)]), capsys)
+    checkpoint = tmp_path / "checkpoints" / "checkpoint_000002"
+    assert lines[-1] == (
+        f"stopped at epoch 2, step 6 (step 6): the run did not finish; its checkpoint is "
+        f"{checkpoint}; fit again (run the script again) to resume it"
+    )
+    finished = console_of(make(tmp_path / "whole", epochs=1), capsys)
+    assert not [line for line in finished if line.startswith("stopped")]
+
+
 def test_a_finished_run_given_more_epochs_says_it_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -38,7 +38,7 @@ from ._options import FitOptions
 from ._owners import build_owners
 from ._sanity_check import check_names
 from ._setup import Run, prepare_run
-from ._start_lines import finished_line, start_line
+from ._start_lines import finished_line, start_line, stopped_line
 from ._weight_average import WeightAverage
 
 if TYPE_CHECKING:
@@ -253,7 +253,12 @@ class Fit:
             raise
         finally:
             loop.owners.progress.close()
-        return loop.state
+        state = loop.state
+        if self.accelerator.is_main_process and callbacks.should_stop and not state.finished:
+            newest = checkpoints.complete()
+            line = stopped_line(callbacks.stop_reason, state, newest[-1] if newest else None)
+            logger.warning("%s", line)
+        return state
 
 
 _NO_DEFAULT = object()

@@ -1,5 +1,6 @@
 """The line a run says when it starts (afresh, or resumed from which checkpoint, epoch and
-step), and the one it says when a resumed run had nothing left to do."""
+step), the one it says when a resumed run had nothing left to do, and the one it says when a
+stop ended it before its end."""
 
 from __future__ import annotations
 
@@ -50,4 +51,15 @@ def finished_line(folder: Path, state: TrainingState) -> str:
     return (
         f"{folder} already finished (epoch {state.epoch}, step {state.global_step}): nothing to "
         "do. Raise epochs (or max_steps) to train on, or pass resume=False to start afresh"
+    )
+
+
+def stopped_line(reason: str, state: TrainingState, checkpoint: Path | None) -> str:
+    """A run stopped before its end: why, where it stopped, where it can resume from, and that it
+    did not finish (a script that goes on after ``fit`` should know)."""
+    where = f"epoch {state.epoch + 1}, step {state.global_step}"
+    saved = f"its checkpoint is {checkpoint}" if checkpoint else "no checkpoint was written"
+    return (
+        f"stopped at {where} ({reason or 'a stop was asked'}): the run did not finish; {saved}; "
+        "fit again (run the script again) to resume it"
     )

@@ -36,8 +36,11 @@ def main(out: Path, mode: str) -> None:
     record: dict[str, Any] = {"rank": int(os.environ["RANK"])}
     try:
         trainer = Trainer(hps, folder, log_with=None, progress_bar=False)
-        state = trainer.fit(Classifier(), data)
+        module = Classifier()
+        state = trainer.fit(module, data)
         record.update(steps=state.global_step, processes=trainer.accelerator.num_processes)
+        # After fit the module holds the user's own model, not DDP's wrapper.
+        record.update(model=type(module.model).__name__)
     except TrainerConfigError as error:
         record.update(error=str(error), written=folder.exists())
     (out / f"rank{record['rank']}.json").write_text(json.dumps(record))

@@ -28,6 +28,7 @@ from ..data import check_datasets
 from ..runtime import (
     drop_mixed_precision_forward,
     make_accelerator,
+    own_model,
     shards_the_model,
     start_trackers,
     stop_on_signals,
@@ -115,13 +116,17 @@ class Fit:
         """A finished fit keeps no reference back to its runner (the Trainer, which keeps the
         fit) or from the callbacks (which refer to their handler) to the module, so that dropping
         the Trainer and the module frees them and the model at once: the callbacks stay bound to
-        the run's state alone, and the module's handle keeps no step."""
+        the run's state alone, and the module's handle keeps no step. The module's model is the
+        user's own again (not DDP's or torch.compile's wrapper: its own methods, ``generate``
+        say, work on each process alone), unless it is split across processes."""
         if self.handle is not None:
             self.callbacks.bind(module=None, trainer=None, state=self.state)
             bind_module(self.module, self.accelerator, self.state, RunHandle(None, self.log))
         if self.run is not None:
             drop_mixed_precision_forward(self.run.model)
             drop_mixed_precision_forward(self.module.teacher)
+            if not shards_the_model(self.accelerator):
+                self.module.model = own_model(self.module.model)
 
     def _train(self, datasets: Datasets, runner: object) -> TrainingState:
         options, accelerator, callbacks = self.options, self.accelerator, self.callbacks

@@ -13,8 +13,10 @@ from accelerate.utils import (
     DataLoaderConfiguration,
     TorchDynamoPlugin,
     extract_model_from_parallel,
-    is_compiled_module,
 )
+
+# Accelerate 1.2 has it in accelerate.utils.other only (1.16 there too, and in accelerate.utils).
+from accelerate.utils.other import is_compiled_module
 
 from accmt_decorators import current_process
 

@@ -186,7 +186,7 @@ class TrainingLoop:
         owners.optimizer_step.end_epoch()
         if self.logging_options.log_every == "epoch":
             self._log_training()
-        evaluate = self._epoch_end_evaluates() and not owners.stop.now()
+        evaluate = self._epoch_end_evaluates() and not owners.stop.exchange()
         if evaluate:
             self._evaluate()
         with self._averaged():
@@ -199,7 +199,7 @@ class TrainingLoop:
         due = self._due("epoch", state.epoch) or (
             evaluate and self._due("eval", state.evaluations_done)
         )
-        if due and not (owners.stop.now() or self.reached_end()):
+        if due and not (owners.stop.exchange() or self.reached_end()):
             self.checkpoint()
 
     def _epoch_end_evaluates(self) -> bool:
@@ -251,7 +251,7 @@ class TrainingLoop:
     def _after_optimizer_step(self) -> None:
         step, log_every = self.state.global_step, self.logging_options.log_every
         stop = self.owners.stop
-        stop.at_step()  # the previous step's requests, agreed; this step's, sent
+        stop.exchange()  # a stop asked on any process, agreed by all at this step
         average = self.owners.average
         if average is not None and self.owners.optimizer_step.stepped:
             average.update()
@@ -265,7 +265,7 @@ class TrainingLoop:
             if not epoch_end_follows:
                 self._evaluate()
                 evaluated = True
-                stop.now()  # the processes met to evaluate: patience's stop is taken here
+                stop.exchange()  # asked by the evaluation (patience): taken at this step
         if (
             stop.agreed
             or self._due("step", step)

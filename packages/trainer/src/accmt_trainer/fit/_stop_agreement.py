@@ -1,12 +1,12 @@
 """One stop, agreed by every process: a stop asked on any process (a signal, a callback,
-patience, a search's pruning) stops every process at the same optimizer step.
+patience, a search's pruning) stops every process at the same optimizer step, the step it was
+asked at.
 
-Each optimizer step starts an asynchronous all-reduce (max) of this process's stop flag and
-reads the one the step before started, so all processes decide on the same step, one step
-after the request, and no step waits for the others: the flags are CPU tensors on a gloo group
-(the default group when it is gloo, else one of its own), which never touches the device. An
-epoch's end, which every process reaches together, agrees at once. On one process a request is
-the decision.
+At each optimizer step's end the processes exchange their stop flags (an all-reduce, max, of
+one number): CPU tensors on a gloo group (the default group when it is gloo, else one of its
+own), so the exchange never touches the device and no device work waits for it; the host waits
+only for the other processes to reach the same step, which they do at the gradients' all-reduce
+anyway. On one process a request is the decision, with no exchange at all.
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ class StopAgreement:
         self.callbacks = callbacks
         self._agreed = False
         self._group: Any = None
-        self._work: Any = None
-        self._flag = torch.zeros(1, dtype=torch.int32)
         self._several = processes > 1 and dist.is_available() and dist.is_initialized()
         if self._several and dist.get_backend() != "gloo":
             self._group = dist.new_group(backend="gloo")  # the flags never reach the device
@@ -39,45 +37,21 @@ class StopAgreement:
         """Whether every process stops at this boundary (alone: whether a stop was asked)."""
         return self._agreed if self._several else self.callbacks.should_stop
 
-    def at_step(self) -> bool:
-        """At an optimizer step's end: what the previous step's exchange decided, and this
-        step's exchange started."""
-        if not self._several:
+    def exchange(self) -> bool:
+        """At a boundary every process reaches together (an optimizer step's end, after an
+        evaluation, an epoch's end): whether any process asked to stop."""
+        if not self._several or self._agreed:
             return self.agreed
-        decided = self._finish()
-        self._flag = torch.tensor([int(self.callbacks.should_stop)], dtype=torch.int32)
-        self._work = dist.all_reduce(
-            self._flag, op=dist.ReduceOp.MAX, group=self._group, async_op=True
-        )
-        return self._decide(decided)
-
-    def now(self) -> bool:
-        """Where the processes meet anyway (an evaluation, an epoch's end): the flags of this
-        moment, and of the exchange in flight, agreed at once."""
-        if not self._several:
-            return self.agreed
-        decided = self._finish()
-        flag = torch.tensor([int(self.callbacks.should_stop or decided)], dtype=torch.int32)
+        flag = torch.tensor([int(self.callbacks.should_stop)], dtype=torch.int32)
         dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._group)
-        return self._decide(bool(flag.item()))
+        if bool(flag.item()):  # a CPU tensor: no device to wait for
+            if not self.callbacks.should_stop:
+                self.callbacks.request_stop(OTHER_PROCESS)
+            self._agreed = True
+        return self._agreed
 
     def close(self) -> None:
-        """The run's end: the exchange in flight completes, and a group of its own goes."""
-        if self._several:
-            self._finish()
-            if self._group is not None:
-                dist.destroy_process_group(self._group)
-                self._group = None
-
-    def _finish(self) -> bool:
-        if self._work is None:
-            return False
-        self._work.wait()
-        self._work = None
-        return bool(self._flag.item())  # a CPU tensor: no device to wait for
-
-    def _decide(self, decided: bool) -> bool:
-        if decided and not self.callbacks.should_stop:
-            self.callbacks.request_stop(OTHER_PROCESS)
-        self._agreed = self._agreed or decided
-        return self._agreed
+        """The run's end: a group of its own goes."""
+        if self._group is not None:
+            dist.destroy_process_group(self._group)
+            self._group = None

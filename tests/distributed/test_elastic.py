@@ -63,7 +63,10 @@ def killed_five_times(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, l
     folder = tmp_path_factory.mktemp("elastic")
     steps = sorted(random.sample(range(1, STEPS), 5))  # a fresh draw each run of the suite
     kills = ["--kill-at", *map(str, steps)]
-    restarts = ["--cpu", "-N", "2", "--max-restarts", "5"]
+    # A port from this xdist worker's block: the launcher's own pick is an ephemeral port, which
+    # another test's gloo sockets may take between its check and the rendezvous' bind.
+    port = ["--main-port", str(free_port())]
+    restarts = ["--cpu", "-N", "2", "--max-restarts", "5", *port]
     launch = accmt("launch", *restarts, WORKER, str(folder), "--reference", *kills)
     finished(launch)
     return folder, steps

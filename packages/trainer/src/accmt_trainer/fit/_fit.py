@@ -123,7 +123,9 @@ class Fit:
             self.callbacks.bind(module=None, trainer=None, state=self.state)
             bind_module(self.module, self.accelerator, self.state, RunHandle(None, self.log))
         if self.run is not None:
+            # Accelerate may patch the forward of the wrapper or of the model inside it.
             drop_mixed_precision_forward(self.run.model)
+            drop_mixed_precision_forward(own_model(self.run.model))
             drop_mixed_precision_forward(self.module.teacher)
             if not shards_the_model(self.accelerator):
                 self.module.model = own_model(self.module.model)

@@ -48,6 +48,20 @@ def _env() -> dict[str, str]:
     return env
 
 
+def launch(
+    worker: str, nproc: int, *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``worker`` with ``args``: plainly on one process, through torchrun on more; whatever
+    its end (a test may kill it), with its output."""
+    command = [str(WORKERS / worker), *args]
+    if nproc > 1:
+        command = ["-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+                   f"--master_port={free_port()}", "--max-restarts=0", *command]  # fmt: skip
+    return subprocess.run(
+        [sys.executable, *command], capture_output=True, text=True, timeout=timeout, env=_env()
+    )
+
+
 def _run(command: list[str], env: dict[str, str], timeout: float) -> None:
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:

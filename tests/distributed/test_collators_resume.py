@@ -6,22 +6,19 @@ the one-process run without workers did."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from ._launch import WORKERS, free_port
+from ._launch import launch as launch_worker
 
 pytestmark = pytest.mark.distributed
 
-WORKER = str(WORKERS / "collators_resume_worker.py")
 # 96 samples, batch 8, 2 epochs: 24 optimizer steps on one process, 12 on two; checkpoints
 # every 5 steps, all of them mid-epoch.
 STEPS = {1: 24, 2: 12}
@@ -29,14 +26,7 @@ Masks = dict[tuple[int, int], list[tuple[list[int], list[int]]]]
 
 
 def launch(out: Path, nproc: int, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [WORKER, str(out), *args]
-    if nproc > 1:
-        command = ["-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-                   f"--master_port={free_port()}", "--max-restarts=0", *command]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, *command], capture_output=True, text=True, timeout=300, env=env
-    )
+    return launch_worker("collators_resume_worker.py", nproc, str(out), *args)
 
 
 def run_to_end(out: Path, nproc: int, *args: str) -> None:

@@ -95,7 +95,7 @@ class Trainer:
         dataloader_num_workers: int = 0,
         dataloader_pin_memory: bool = False,
         dataloader_drop_last: bool = False,
-        shuffle_train: bool = True,
+        shuffle_train: bool | None = None,
         sampler: Sampler[Any] | None = None,
         batch_sampler: Sampler[list[Any]] | None = None,
         collate_fn: Callable[[list[Any]], Any] | None = None,
@@ -103,6 +103,7 @@ class Trainer:
         val_batch_sampler: Sampler[list[Any]] | None = None,
         val_collate_fn: Callable[[list[Any]], Any] | None = None,
         batch_device_placement: bool = True,
+        dispatch_streams: bool = False,
         seed: int | None = None,
         progress_bar: bool = True,
         checkpoint_every: str | None = "epoch",
@@ -144,6 +145,7 @@ class Trainer:
             val_batch_sampler=val_batch_sampler,
             val_collate_fn=val_collate_fn,
             device_placement=batch_device_placement,
+            dispatch_streams=dispatch_streams,
         )
         self.step_options = StepOptions(
             clip_grad=clip_grad,

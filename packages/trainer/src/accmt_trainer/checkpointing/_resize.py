@@ -58,6 +58,10 @@ def counters_at(facts: Mapping[str, Any], epoch: int, seen: int, path: Path) -> 
     accumulation window, plus the offsets the run carries from a resume on another number of
     processes."""
     batches, accumulation = facts["batches_per_epoch"], facts["grad_accumulation_steps"]
+    if batches is None:
+        # A stream without a length: its epochs' lengths are known only to the run that read
+        # them, so only the position within the epoch can be told.
+        return {"batches_seen_in_epoch": seen}
     if facts.get("stages"):
         layout = StageLayout.from_facts(facts["stages"], accumulation)
         if epoch > layout.epochs:
@@ -100,6 +104,8 @@ def seen_here(state: TrainingState, made: Mapping[str, Any], now: Mapping[str, A
     seen, made_on, now_on = state.batches_seen_in_epoch, made["world_size"], now["world_size"]
     if made_on == now_on or seen == 0:
         return seen
+    if made["batches_per_epoch"] is None:
+        return None  # a stream without a length: where its epoch stands elsewhere is unknown
     if seen >= made["batches_per_epoch"]:
         return int(now["batches_per_epoch"])  # read to its end; only its closing is left
     known = made.get("order_batches")
@@ -164,8 +170,9 @@ def resized_facts(facts: Mapping[str, Any], state: TrainingState, path: Path) ->
     counted = counters_at(plain, state.epoch, state.batches_seen_in_epoch, path)
     return {
         **plain,
-        "step_offset": state.global_step - counted["global_step"],
-        "iteration_offset": state.batch_iteration - counted["batch_iteration"],
+        "step_offset": state.global_step - counted.get("global_step", state.global_step),
+        "iteration_offset": state.batch_iteration
+        - counted.get("batch_iteration", state.batch_iteration),
     }
 
 

@@ -29,7 +29,9 @@ class ProgressBar:
         self._training: dict[str, str] = {}
         self._evaluation: dict[str, str] = {}
 
-    def start_epoch(self, epoch: int, epochs: int, total: int, done: int) -> None:
+    def start_epoch(self, epoch: int, epochs: int, total: int | None, done: int) -> None:
+        """A bar for ``epoch``'s batches; without a ``total`` (a stream without a length), a
+        count of them."""
         if not self._enabled:
             return
         self.close()

@@ -13,6 +13,7 @@ from ._loaders import (
     train_loader,
 )
 from ._stages import Stages, TrainData, training_data
+from ._streams import check_stream, prepare_stream_evaluation, streams_split
 
 __all__ = [
     "Curriculum",
@@ -27,11 +28,14 @@ __all__ = [
     "check_data",
     "check_datasets",
     "check_not_empty",
+    "check_stream",
     "evaluation_loader",
     "length_or_none",
     "named_sets",
     "order_batches",
+    "prepare_stream_evaluation",
     "samples",
+    "streams_split",
     "train_loader",
     "training_data",
 ]

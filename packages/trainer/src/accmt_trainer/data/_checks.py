@@ -30,7 +30,7 @@ def check_datasets(train_dataset: Any, val_sets: Mapping[str, Any]) -> None:
 def check_data(train_loaders: Sequence[Any], val_loaders: Mapping[str, Any]) -> None:
     """No loader of the run may be empty (``train_loaders``: one, or one per stage)."""
     for stage, train_loader in enumerate(train_loaders):
-        if len(train_loader) == 0:
+        if _length(train_loader) == 0:
             which = f"stage {stage} of " if len(train_loaders) > 1 else ""
             raise TrainerConfigError(
                 f"Trainer.fit(train_dataset=...): {which}the training data gives no batch "
@@ -38,7 +38,7 @@ def check_data(train_loaders: Sequence[Any], val_loaders: Mapping[str, Any]) -> 
                 "dataloader_drop_last=False"
             )
     for key, loader in val_loaders.items():
-        if len(loader) == 0:
+        if _length(loader) == 0:
             raise TrainerConfigError(
                 f"Trainer.fit(val_dataset=...): validation set {key!r} gives no batch "
                 f"({_size(loader)}); give it samples, or leave it out"
@@ -52,3 +52,11 @@ def _size(loader: Any) -> str:
     except TypeError:
         samples = "unknown size"
     return f"{samples}, batch size {getattr(loader, 'batch_size', '?')}"
+
+
+def _length(loader: Any) -> int | None:
+    """A loader's batches, or None for a stream without a length (it may still be empty)."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None

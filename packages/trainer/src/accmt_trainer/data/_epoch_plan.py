@@ -17,6 +17,8 @@ import attrs
 from accelerate.data_loader import BatchSamplerShard, DataLoaderDispatcher, DataLoaderShard
 from torch.utils.data import BatchSampler, IterableDataset
 
+from ._loaders import length_or_none
+
 
 @attrs.frozen
 class StageLayout:
@@ -87,10 +89,11 @@ class EpochPlan:
         lengths = tuple(len(loader) for loader in loaders)
         return cls(tuple(loaders), StageLayout(tuple(end_steps), lengths, accumulation))
 
-    def epoch(self, epoch: int) -> tuple[DataLoaderShard, int]:
-        """The loader ``epoch`` reads, and how many of its batches."""
+    def epoch(self, epoch: int) -> tuple[DataLoaderShard, int | None]:
+        """The loader ``epoch`` reads, and how many of its batches (None: a stream without a
+        length, read to its end)."""
         if self.layout is None:
-            return self.loaders[0], len(self.loaders[0])
+            return self.loaders[0], length_or_none(self.loaders[0])
         stage, batches = self.layout.epoch(epoch)
         return self.loaders[stage], batches
 
@@ -102,7 +105,7 @@ class EpochPlan:
         """What a checkpoint must agree with, for the position within an epoch to hold."""
         stages = None if self.layout is None else self.layout.facts()
         return {
-            "batches_per_epoch": len(self.loaders[0]),
+            "batches_per_epoch": length_or_none(self.loaders[0]),
             "order_batches": order_batches(self.loaders[0]),
             "stages": stages,
         }

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
-from torch.utils.data import BatchSampler, DataLoader, Dataset, Sampler
+from torch.utils.data import BatchSampler, DataLoader, Dataset, IterableDataset, Sampler
 
 from .._errors import TrainerConfigError
 from .._module import AcceleratorModule, overrides
@@ -28,7 +28,9 @@ class LoaderOptions:
     num_workers: int
     pin_memory: bool
     drop_last: bool
-    shuffle_train: bool
+    shuffle_train: bool | None = None
+    """None shuffles a map-style dataset and leaves a stream (an IterableDataset) in its order:
+    a stream has no indices to shuffle."""
     sampler: Sampler[Any] | None = None
     batch_sampler: BatchSampler | Sampler[list[Any]] | None = None
     collate_fn: Callable[[list[Any]], Any] | None = None
@@ -37,6 +39,12 @@ class LoaderOptions:
     val_collate_fn: Callable[[list[Any]], Any] | None = None
     device_placement: bool = True
     """False leaves batches where the loader made them (on the CPU); the module moves them."""
+    dispatch_streams: bool = False
+    """How a training stream is split across processes: False, every process reads it and
+    keeps its own share of each round of batches (Accelerate's ``IterableDatasetShard``; a
+    ``datasets.IterableDataset`` with enough shards is split by shard instead); True, the main
+    process alone reads it and sends each process its batch (the batches must then have one
+    shape)."""
 
     def __attrs_post_init__(self) -> None:
         pairs = (("sampler", "batch_sampler"), ("val_sampler", "val_batch_sampler"))
@@ -116,7 +124,12 @@ def _loader(
             batch_size=batch_size,
             sampler=sampler,
             drop_last=train and options.drop_last,
-            shuffle=options.shuffle_train and train and sampler is None,
+            shuffle=(
+                train
+                and sampler is None
+                and options.shuffle_train is not False
+                and not isinstance(dataset, IterableDataset)
+            ),
         )
     return DataLoader(dataset, **{**common, **(loader_kwargs or {})})
 

@@ -24,7 +24,7 @@ from ..checkpointing import (
     untouched_unless,
 )
 from ..console import console_lines, logger
-from ..data import check_datasets
+from ..data import check_datasets, check_stream
 from ..runtime import (
     drop_mixed_precision_forward,
     make_accelerator,
@@ -107,6 +107,7 @@ class Fit:
             check_writable(folders)
             with FolderLock(options.model_path, self.accelerator, lambda: self.started):
                 check_datasets(*datasets)
+                check_stream(datasets[0], options.loader_options, options.hps.max_steps)
                 try:
                     return self._train(datasets, runner)
                 finally:

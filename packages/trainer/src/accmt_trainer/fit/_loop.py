@@ -10,6 +10,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from torch.utils.data import IterableDataset
+
 from accmt_callbacks import CallbackHandler
 
 from .._errors import StepOutputError
@@ -20,6 +22,7 @@ from ..evaluation import EvaluationOptions, LossWindow, split_training_output
 from ..runtime import LoggingOptions, Usage
 from ._owners import Owners
 from ._setup import Run
+from ._start_lines import replay_line
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
@@ -64,7 +67,7 @@ class TrainingLoop:
         self.usage = Usage(
             logging_options.monitor, device, main_process=run.accelerator.is_main_process
         )
-        self._epoch_batches = len(run.train_loader)  # batches the current epoch reads
+        self._epoch_batches = run.plan.epoch(0)[1]  # batches the current epoch reads
         self._summed: bool | None = None  # whether the steps give num_items (the first says)
 
     # ----------------------------------------------------------------------------- run
@@ -114,7 +117,10 @@ class TrainingLoop:
         if self.state.batches_seen_in_epoch:
             # Starting an epoch's iterator draws from the global RNG. The interrupted run drew
             # before its checkpoint, so this run draws first and restores the RNGs after.
-            batches = iter(self._epoch_loader(self.run.plan.epoch(self.state.epoch)[0]))
+            loader = self.run.plan.epoch(self.state.epoch)[0]
+            if isinstance(loader.dataset, IterableDataset) and self.run.accelerator.is_main_process:
+                logger.info("%s", replay_line(self.state.batches_seen_in_epoch, self.state.epoch))
+            batches = iter(self._epoch_loader(loader))
             first = next(batches, _END)
             rest = iter(()) if first is _END else itertools.chain([first], batches)
         # The schedule keeps this run's length, where the scheduler's state holds the
@@ -145,10 +151,14 @@ class TrainingLoop:
         )
         self._last_log = (time.perf_counter(), state.batch_iteration)
         batches = rest or iter(self._epoch_loader(loader))
-        if total < len(loader):
+        if total is not None and total < len(loader):
             batches = itertools.islice(batches, total - state.batches_seen_in_epoch)
+        gradient_state = self.run.accelerator.gradient_state
         for batch in batches:
-            if state.batches_seen_in_epoch == total - 1:
+            if total is None:
+                # Accelerate reads one batch ahead, so it knows a stream's last batch.
+                state.is_last_training_batch = gradient_state.end_of_dataloader
+            elif state.batches_seen_in_epoch == total - 1:
                 state.is_last_training_batch = True
             self._step(batch)
             if not self.run.accelerator.sync_gradients:
@@ -329,8 +339,9 @@ class TrainingLoop:
         if monitor.train_loss and mean is not None:
             values["train/loss"] = mean
         if monitor.epoch:
-            total = max(self._epoch_batches, 1)
-            values["train/epoch"] = state.epoch + state.batches_seen_in_epoch / total
+            total = self._epoch_batches
+            within = 0.0 if total is None else state.batches_seen_in_epoch / max(total, 1)
+            values["train/epoch"] = state.epoch + within
         if monitor.learning_rate:
             values.update(learning_rates(self.run.optimizer))
         grad_norm = self.owners.optimizer_step.grad_norm if monitor.grad_norm else None

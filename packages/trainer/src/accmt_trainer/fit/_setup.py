@@ -20,7 +20,7 @@ from accelerate import Accelerator
 from accelerate.data_loader import DataLoaderShard
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from accmt_metrics import Metric
 
@@ -33,7 +33,10 @@ from ..data import (
     Stages,
     check_data,
     evaluation_loader,
+    length_or_none,
+    prepare_stream_evaluation,
     samples,
+    streams_split,
     train_loader,
 )
 from ..evaluation import MetricsOption, metrics_per_set
@@ -56,7 +59,8 @@ class Run:
     val_metrics: dict[str, list[Metric]]
     optimizer: Optimizer
     scheduler: LRScheduler | None
-    steps_per_epoch: int
+    steps_per_epoch: int | None
+    """None for a stream without a length."""
     total_steps: int
     epochs: int
     """``HyperParameters.epochs``, or for stages the passes they take (``plan``)."""
@@ -99,11 +103,12 @@ def prepare_run(
     }
     # None: Accelerate's own placement (on the device); False: the batches stay on the CPU.
     placement = None if loader_options.device_placement else False
-    model, *prepared_train = accelerator.prepare(
-        module.model,
-        *train_loaders,
-        device_placement=None if placement is None else [None, *[False] * len(train_loaders)],
-    )
+    with streams_split(accelerator, train_loaders, loader_options.dispatch_streams):
+        model, *prepared_train = accelerator.prepare(
+            module.model,
+            *train_loaders,
+            device_placement=None if placement is None else [None, *[False] * len(train_loaders)],
+        )
     # Validation gives every sample once, as evaluate does (each process its batches of the
     # one-process order, the last round uneven), unless the model is split across processes
     # and every process must take part in every forward: then Accelerate evens the batches
@@ -124,11 +129,21 @@ def prepare_run(
     # The validation sets as one process reads them: with every sample once, a process may
     # have no batch of a small set, which is fine as long as the set has one.
     check_data(plan.loaders, val_loaders)
-    steps_per_epoch = math.ceil(len(prepared_train[0]) / accumulation)
+    batches = length_or_none(prepared_train[0])
+    if batches is None and hps.max_steps is None:
+        raise TrainerConfigError(
+            "Trainer.fit: the training loader has no length (a stream without __len__), so the "
+            "run cannot tell how many optimizer steps it takes; give "
+            "HyperParameters(max_steps=...)"
+        )
+    # A stream without a length: its epochs end where it ends, the run at max_steps.
+    steps_per_epoch = None if batches is None else math.ceil(batches / accumulation)
     offset = 0 if step_offset is None else step_offset(plan)
-    total_steps = hps.epochs * steps_per_epoch + offset
-    if hps.max_steps is not None:
-        total_steps = min(total_steps, hps.max_steps)
+    total_steps = hps.max_steps or 0
+    if steps_per_epoch is not None:
+        total_steps = hps.epochs * steps_per_epoch + offset
+        if hps.max_steps is not None:
+            total_steps = min(total_steps, hps.max_steps)
     if plan.layout is not None:
         total_steps = plan.layout.end_steps[-1]
     epochs = hps.epochs if plan.layout is None else plan.layout.epochs
@@ -160,6 +175,9 @@ def _validation_loader(
 ) -> DataLoader[Any]:
     """``loader`` prepared with or without Accelerate's even batches (a setting it reads when
     it prepares a loader), the Accelerator's own setting left as it was for training."""
+    stream = isinstance(loader.dataset, IterableDataset)
+    if every_sample_once and stream and accelerator.num_processes > 1:
+        return prepare_stream_evaluation(accelerator, loader, placement)
     even = accelerator.even_batches
     accelerator.even_batches = not every_sample_once
     try:

@@ -1,6 +1,6 @@
 """The line a run says when it starts (afresh, or resumed from which checkpoint, epoch and
-step), the one it says when a resumed run had nothing left to do, and the one it says when a
-stop ended it before its end."""
+step), the one it says when a resumed run had nothing left to do, the one it says when a
+stop ended it before its end, and the one it says when it reads a stream again to resume."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def start_line(
-    folder: Path, start: Start, state: TrainingState, run: Run, epoch_batches: int
+    folder: Path, start: Start, state: TrainingState, run: Run, epoch_batches: int | None
 ) -> str:
     """Whether the run starts afresh or resumes, and from where: the checkpoint (and the
     number of processes that made it, where that differs), the epoch (and the batch within
@@ -30,7 +30,7 @@ def start_line(
         )
     seen = state.batches_seen_in_epoch
     where = (
-        f"epoch {state.epoch + 1}/{epochs} at batch {seen}/{epoch_batches}"
+        f"epoch {state.epoch + 1}/{epochs} at batch {seen}/{epoch_batches or '?'}"
         if seen
         else f"epoch {state.epoch}/{epochs} done"
     )
@@ -62,4 +62,13 @@ def stopped_line(reason: str, state: TrainingState, checkpoint: Path | None) -> 
     return (
         f"stopped at {where} ({reason or 'a stop was asked'}): the run did not finish; {saved}; "
         "fit again (run the script again) to resume it"
+    )
+
+
+def replay_line(seen: int, epoch: int) -> str:
+    """A stream resumed within an epoch: it has no index to start from, so it is read again."""
+    batches = f"{seen} batch" if seen == 1 else f"{seen} batches"
+    return (
+        f"the training data is a stream: its first {batches} of epoch {epoch + 1} are read "
+        "again and skipped to reach the checkpoint's place in it"
     )

@@ -24,7 +24,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from .._errors import TrainerConfigError
 from .._module import RunHandle, bind_module
 from ..checkpointing import load_weights, parse_rule
-from ..data import evaluation_loader
+from ..data import evaluation_loader, prepare_stream_evaluation
 from ..runtime import (
     ProcessGroupScope,
     drop_mixed_precision_forward,
@@ -90,14 +90,10 @@ def inference_loader(
     dataset: Dataset[Any],
 ) -> DataLoader[Any]:
     """The prepared loader of ``dataset``: this process's batches, each sample once overall."""
-    if isinstance(dataset, IterableDataset) and accelerator.num_processes > 1:
-        raise TrainerConfigError(
-            f"an IterableDataset ({type(dataset).__name__}) cannot be split across "
-            f"{accelerator.num_processes} processes with every sample once; give a dataset "
-            "with __len__ and __getitem__, or run on one process"
-        )
     loader = evaluation_loader(module, dataset, options.hps, options.loader_options)
     placement = None if options.loader_options.device_placement else False
+    if isinstance(loader.dataset, IterableDataset) and accelerator.num_processes > 1:
+        return prepare_stream_evaluation(accelerator, loader, placement)
     prepared: DataLoader[Any] = accelerator.prepare_data_loader(loader, device_placement=placement)
     return prepared
 

@@ -18,7 +18,7 @@ from .._module import check_module, overrides
 from ..checkpointing import check_writable, replace_folder
 from ..config import check_shard_size
 from ..console import shows_progress
-from ..data import check_not_empty
+from ..data import check_not_empty, length_or_none
 from ._job import Weights, inference_job, inference_loader
 from ._predictions import ShardWriter, Structure, concatenate, flatten, samples_in, write_index
 
@@ -90,7 +90,7 @@ def _predict_batches(
     """This process's batches through ``predict_step``: kept, or handed to ``writer``."""
     rank, processes = accelerator.process_index, accelerator.num_processes
     shown = shows_progress(options.logging_options.progress_bar, accelerator.is_main_process)
-    bar = tqdm(total=len(loader), desc="predict", disable=not shown)
+    bar = tqdm(total=length_or_none(loader), desc="predict", disable=not shown)
     structure: Structure | None = None
     kept: Batches = []
     model = module.model

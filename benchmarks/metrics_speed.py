@@ -213,7 +213,7 @@ CASES: dict[str, tuple[str, Callable[[], Metric], Callable[[list[Batch]], float]
         torchmetrics.MeanAbsoluteError,
     ),
     "Mean": ("values", Mean, direct_mean, torchmetrics.MeanMetric),
-    "Perplexity": ("tokens", Perplexity, direct_perplexity, tmt.Perplexity),
+    "Perplexity": ("tokens", lambda: Perplexity(causal=False), direct_perplexity, tmt.Perplexity),
 }
 
 

@@ -10,10 +10,12 @@ reference), so nothing is downloaded. A byte-pair tokenizer is trained on it in 
 resumes, or one that already finished, reads the tokenizer it trained with instead of training
 another. ``DataCollatorForLanguageModeling(mlm=False)`` from accmt-collators pads the chunks and
 makes their labels (it needs from the tokenizer only ``pad_token_id`` and ``padding_side``); the
-``Perplexity`` metric scores each evaluation. The Trainer's progress bar shows each epoch, and
-after every epoch the Trainer says the validation loss and perplexity, which falls. Run again,
-it resumes from its checkpoint (with more ``--epochs``, it trains on); ``--fresh`` starts over,
-moving the checkpoints aside (nothing is deleted).
+``Perplexity(causal=True)`` metric scores each evaluation from the model's logits and labels as
+they come (it shifts them), and the validation loss, summed over tokens with ``num_items``, is
+the mean over every token, so that its ``exp`` is that perplexity. The Trainer's progress bar
+shows each epoch, and after every epoch the Trainer says the validation loss and perplexity,
+which falls. Run again, it resumes from its checkpoint (with more ``--epochs``, it trains on);
+``--fresh`` starts over, moving the checkpoints aside (nothing is deleted).
 """
 
 from __future__ import annotations
@@ -121,28 +123,28 @@ class LanguageModel(AcceleratorModule):
     def __init__(self, vocabulary: int, length: int) -> None:
         self.model = TinyGPT(vocabulary, length)
 
-    def step(
-        self, batch: dict[str, torch.Tensor]
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Logits for tokens 1..n from tokens 0..n-1, the shifted labels, the loss summed over
-        the labelled tokens (padding is labelled -100 and left out) and their number."""
-        logits = self.model(batch["input_ids"])[:, :-1]
-        labels = batch["labels"][:, 1:]
+    def step(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, Any]]:
+        """The logits at every position, and the loss summed over the labelled tokens (the
+        logits at position t predict token t + 1; padding is labelled -100 and left out) with
+        their number."""
+        logits = self.model(batch["input_ids"])
+        targets = batch["labels"][:, 1:]
         summed = torch.nn.functional.cross_entropy(
-            logits.flatten(0, 1), labels.flatten(), ignore_index=IGNORED, reduction="sum"
+            logits[:, :-1].flatten(0, 1), targets.flatten(), ignore_index=IGNORED, reduction="sum"
         )
-        return logits, labels, summed, (labels != IGNORED).sum()
+        return logits, {"loss": summed, "num_items": (targets != IGNORED).sum()}
 
     def training_step(self, batch: Any) -> dict[str, Any]:
         # A summed loss and its number of tokens: each optimizer step is the mean over every
         # token of its batches (accumulation and processes included), so a short sequence
         # weighs as little as its few tokens.
-        _, _, summed, tokens = self.step(batch)
-        return {"loss": summed, "num_items": tokens}
+        return self.step(batch)[1]
 
     def validation_step(self, key: str, batch: Any) -> dict[str, Any]:
-        logits, labels, summed, tokens = self.step(batch)
-        return {"loss": summed / tokens, "perplexity": (logits, labels)}
+        # The same on validation: the set's loss is the mean over its tokens. Perplexity gets
+        # the logits and labels unshifted, as a causal LM takes them (causal=True shifts).
+        logits, loss = self.step(batch)
+        return {**loss, "perplexity": (logits, batch["labels"])}
 
 
 def main() -> None:
@@ -179,7 +181,7 @@ def main() -> None:
         hps,
         args.output,
         collate_fn=DataCollatorForLanguageModeling(CollatorTokenizer(tokenizer), mlm=False),
-        metrics=[Perplexity()],
+        metrics=[Perplexity(causal=True)],
         checkpoint_every="epoch",
         max_checkpoints=1,
         log_with=None,
@@ -187,8 +189,9 @@ def main() -> None:
         resume=False if args.fresh else None,  # None: resume when there is a checkpoint
     )
     trainer.fit(LanguageModel(tokenizer.get_vocab_size(), args.length), train, valid)
-    final = trainer.state.additional_metrics["validation"]["perplexity"]
-    print(f"final validation perplexity: {final:.1f} (loss {math.log(final):.3f} nats/token)")
+    final = trainer.state.additional_metrics["validation"]
+    print(f"final validation perplexity: {final['perplexity']:.1f} (exp of the loss, "
+          f"{final['loss']:.3f} nats/token: {math.exp(final['loss']):.1f})")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -169,7 +169,7 @@ def test_mean_inputs() -> None:
 
 
 def test_perplexity_with_every_token_ignored() -> None:
-    metric = Perplexity()
+    metric = Perplexity(causal=False)
     metric.add_batch(torch.randn(2, 3, 5), torch.full((2, 3), -100))
     with raises("Perplexity('perplexity')", "no token to score"):
         metric.compute()

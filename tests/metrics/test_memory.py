@@ -45,7 +45,7 @@ BUILT_INS: dict[str, tuple[Callable[[], Metric], tuple[Tensor, ...]]] = {
     "mse": (MeanSquaredError, (VALUES, VALUES.flip(0))),
     "mae": (MeanAbsoluteError, (VALUES, VALUES.flip(0))),
     "mean": (Mean, (VALUES[:, 0],)),
-    "perplexity": (Perplexity, (LOGITS, TOKENS)),
+    "perplexity": (lambda: Perplexity(causal=False), (LOGITS, TOKENS)),
 }
 
 

@@ -183,15 +183,15 @@ def test_perplexity_matches_a_numpy_log_softmax(
     ignored.view(-1)[0] = False
     targets[ignored] = -100
     expected = reference_perplexity(logits.numpy(), targets.numpy(), -100)
-    result = feed(Perplexity(), logits, targets, at.draw(cuts(shape[0]))).compute()
+    result = feed(Perplexity(causal=False), logits, targets, at.draw(cuts(shape[0]))).compute()
     assert result == {"perplexity": pytest.approx(expected, rel=1e-12)}
     # float32 logits: cross_entropy in float32, so only float32 agreement.
-    single = feed(Perplexity(), logits.float(), targets).compute()
+    single = feed(Perplexity(causal=False), logits.float(), targets).compute()
     assert single["perplexity"] == pytest.approx(expected, rel=1e-5)
 
 
 def test_perplexity_of_a_uniform_model_is_the_vocabulary_size() -> None:
-    metric = Perplexity(ignore_index=0)
+    metric = Perplexity(ignore_index=0, causal=False)
     metric.add_batch(torch.zeros(3, 4, 11), torch.randint(1, 11, (3, 4)))
     assert metric.compute()["perplexity"] == pytest.approx(11.0)
 

@@ -85,7 +85,7 @@ def make_metrics(num_samples: int | None) -> dict[str, Metric]:
         "mse": MeanSquaredError(num_samples=num_samples),
         "mae": MeanAbsoluteError(num_samples=num_samples),
         "mean": Mean(name="loss", num_samples=num_samples),
-        "perplexity": Perplexity(num_samples=num_samples),
+        "perplexity": Perplexity(causal=False, num_samples=num_samples),
         "torchmetrics_accuracy": TorchMetricsAdapter(
             MulticlassAccuracy(num_classes=CLASSES, average="macro"), num_samples=num_samples
         ),

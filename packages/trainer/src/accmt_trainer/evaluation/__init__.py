@@ -1,6 +1,6 @@
 """Sets through a step and their metrics: the ``Evaluation`` both ``fit``'s validation and
 ``Trainer.evaluate`` use, the consolidated metrics, each set's metrics, what a step may return,
-and losses kept on the device."""
+and losses kept on the device (a validation set's own, token-weighted with ``num_items``)."""
 
 from ._consolidation import Extra, Predicate, make_consolidation
 from ._evaluation import Evaluation, EvaluationOptions, Results

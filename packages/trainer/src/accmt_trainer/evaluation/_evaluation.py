@@ -19,8 +19,8 @@ from ..config import Monitor, option, positive_int
 from ..data import length_or_none
 from ..runtime import reshard
 from ._consolidation import MetricConsolidation
-from ._loss_window import LossWindow
 from ._metric_sets import MetricsOption
+from ._set_loss import SetLoss
 from ._step_outputs import split_validation_output, validation_call
 
 if TYPE_CHECKING:
@@ -54,7 +54,8 @@ class EvaluationOptions:
 
 class Evaluation:
     """Runs the validation sets and records what they reported in the TrainingState:
-    ``additional_metrics`` (set -> name -> value, the loss as ``"loss"``), ``best_valid_loss``
+    ``additional_metrics`` (set -> name -> value, the loss as ``"loss"``: token-weighted where
+    the step gives ``num_items``, see :class:`SetLoss`), ``best_valid_loss``
     (the mean over sets), ``evaluations_done`` and ``last_evaluation_step``."""
 
     def __init__(
@@ -121,48 +122,53 @@ class Evaluation:
         reported: dict[str, list[str]] = {}
         with self._evaluating():
             for key, loader in self.loaders.items():
-                loss_window = LossWindow(self.accelerator.device)
+                loss = self._set_loss(key)
                 metrics = _unsized_copies(self.metrics[key])
                 for batch in loader:
-                    self._add_batch(key, batch, loss_window, metrics)
+                    self._add_batch(key, batch, loss, metrics)
                     break
                 # Leaving the loop early skips Accelerate's own end of the iteration.
                 end = getattr(loader, "end", None)
                 if end is not None:
                     end()
-                reported[key] = sorted(self._values(loss_window, metrics))
+                reported[key] = sorted(self._values(loss, metrics, whole_set=False))
         if self.options.consolidation is not None:
             self.options.consolidation.check(reported)
         return reported
 
+    def _set_loss(self, key: str) -> SetLoss:
+        assert self.validation_step is not None  # there is a set, so there is the step
+        return SetLoss(self.accelerator.device, self.validation_step.where(key))
+
     def _evaluate_set(self, key: str, loader: DataLoader[Any]) -> dict[str, float]:
-        loss_window = LossWindow(self.accelerator.device)
+        loss = self._set_loss(key)
         batches = length_or_none(loader)  # an IterableDataset's loader may not know
         state, call = self.state, self.callbacks.call
         for index, batch in enumerate(loader):
             state.is_last_validation_batch = index == (batches or 0) - 1
             call("on_before_validation_step", batch)
-            self._add_batch(key, batch, loss_window, self.metrics[key])
+            self._add_batch(key, batch, loss, self.metrics[key])
             state.val_step += 1
             call("on_after_validation_step")
-        return self._values(loss_window, self.metrics[key])
+        return self._values(loss, self.metrics[key])
 
     def _add_batch(
-        self, key: str, batch: Any, loss_window: LossWindow, metrics: Mapping[str, Metric]
+        self, key: str, batch: Any, loss: SetLoss, metrics: Mapping[str, Metric]
     ) -> None:
         assert self.validation_step is not None  # there is a batch, so there are sets
         output = self.validation_step(key, batch)
-        where = self.validation_step.where(key)
-        loss, arguments = split_validation_output(where, key, output, metrics)
-        if loss is not None:
-            loss_window.add(loss)
-        for name, args in arguments.items():
+        split = split_validation_output(loss.where, key, output, metrics)
+        if split.loss is not None:
+            loss.add(split.loss, split.items)
+        for name, args in split.arguments.items():
             metrics[name].add_batch(*args)
 
-    def _values(self, loss_window: LossWindow, metrics: Mapping[str, Metric]) -> dict[str, float]:
+    def _values(
+        self, loss: SetLoss, metrics: Mapping[str, Metric], *, whole_set: bool = True
+    ) -> dict[str, float]:
         """The set's loss and metrics over every process; the metrics are reset."""
         values: dict[str, float] = {}
-        mean = loss_window.reduce_mean(self.accelerator)
+        mean = loss.reduce(self.accelerator, whole_set=whole_set)
         if mean is not None:
             values["loss"] = mean
         for metric in metrics.values():

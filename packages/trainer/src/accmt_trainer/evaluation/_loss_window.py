@@ -5,11 +5,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import torch
 from accelerate import Accelerator
 
 Items = int | torch.Tensor
 """How many items (tokens, samples) a summed loss is over: an int, or a 0-dim tensor."""
+
+
+@attrs.frozen
+class LossTotals:
+    """A window's sums over every process."""
+
+    total: float
+    """The losses added up."""
+    weight: float
+    """What ``total`` is the mean over: 1 per mean loss, plus the items of the summed ones."""
+    losses: int
+    """How many losses were added."""
+
+    @property
+    def mean(self) -> float | None:
+        """``total / weight``; None when there is no weight (no loss, or items adding up to 0)."""
+        return self.total / self.weight if self.weight else None
 
 
 class LossWindow:
@@ -27,6 +45,9 @@ class LossWindow:
         self.total = torch.zeros((), device=device, dtype=torch.float64)
         self.count = 0
         """The weight added as Python numbers: plain losses, and items given as ints."""
+        self.losses = 0
+        """How many losses were added since the window was made or reduced; not in the
+        checkpoints (fit reads its windows' means only: a validation set's is never saved)."""
         self.items = torch.zeros((), device=device, dtype=torch.float64)
         """The weight added as tensors (items given as 0-dim tensors)."""
         self._pending: list[torch.Tensor] = []
@@ -35,6 +56,7 @@ class LossWindow:
     def add(self, loss: torch.Tensor, items: Items | None = None) -> None:
         """A batch's ``loss``: a mean (``items`` None), or a sum over ``items`` items."""
         self._pending.append(loss)
+        self.losses += 1
         if items is None:
             self.count += 1
         elif isinstance(items, torch.Tensor):
@@ -70,11 +92,17 @@ class LossWindow:
 
     def reduce_mean(self, accelerator: Accelerator) -> float | None:
         """The mean over this window on every process, then resets the window."""
+        return self.reduce(accelerator).mean
+
+    def reduce(self, accelerator: Accelerator) -> LossTotals:
+        """This window's sums on every process (summed, never averaged: exact whatever the
+        processes' shares), then resets the window."""
         self._fold()
         weight = self.items + self.count
-        summed = accelerator.reduce(torch.stack([self.total, weight]), reduction="sum")
+        losses = torch.full((), self.losses, dtype=torch.float64, device=self.total.device)
+        summed = accelerator.reduce(torch.stack([self.total, weight, losses]), reduction="sum")
         self.total.zero_()
         self.items.zero_()
-        self.count = 0
-        total, samples = (float(x) for x in summed.tolist())
-        return total / samples if samples else None
+        self.count = self.losses = 0
+        total, weight_sum, added = (float(x) for x in summed.tolist())
+        return LossTotals(total, weight_sum, int(added))

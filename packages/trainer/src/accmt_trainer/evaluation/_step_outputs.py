@@ -109,25 +109,40 @@ def validation_call(
     return ValidationCall(module, method)
 
 
+@attrs.frozen
+class ValidationOutput:
+    """One validation batch's return, taken apart."""
+
+    loss: torch.Tensor | None
+    """The batch's loss, detached: a mean, or a sum over ``items``."""
+    items: int | torch.Tensor | None
+    """How many items (tokens) ``loss`` sums over; None for a mean loss."""
+    arguments: dict[str, tuple[Any, ...]]
+    """Each metric's ``add_batch`` arguments, by metric name."""
+
+
 def split_validation_output(
     name: str, key: str, output: Any, metrics: Mapping[str, Any]
-) -> tuple[torch.Tensor | None, dict[str, tuple[Any, ...]]]:
-    """The loss, and the arguments of each metric's ``add_batch``, of one validation batch.
+) -> ValidationOutput:
+    """The loss, its items and the arguments of each metric's ``add_batch``, of one validation
+    batch.
 
-    ``name`` is the call, as errors name it. A metric's value is the tuple of its arguments
-    (``(predictions, references)``), or its one argument (a metric's ``add_batch`` may take
-    any number)."""
+    ``name`` is the call, as errors name it. As in training, ``{"loss": summed, "num_items":
+    n}`` is a loss summed over ``n`` items (tokens). A metric's value is the tuple of its
+    arguments (``(predictions, references)``), or its one argument (a metric's ``add_batch``
+    may take any number)."""
     if isinstance(output, torch.Tensor):
-        return _validation_loss(name, output), {}
+        return ValidationOutput(_validation_loss(name, output), None, {})
     if not isinstance(output, Mapping):
         raise StepOutputError(
             f"{name} returned {type(output).__name__}; return the loss tensor, or a dict "
             "such as {'loss': loss, 'accuracy': (predictions, labels)}"
         )
     loss = _validation_loss(name, output["loss"]) if "loss" in output else None
+    items = _validation_items(name, output, loss)
     arguments = {}
     for metric, value in output.items():
-        if metric == "loss":
+        if metric in ("loss", "num_items"):
             continue
         if metric not in metrics:
             raise TrainerConfigError(
@@ -136,7 +151,26 @@ def split_validation_output(
             )
         arguments[metric] = value if isinstance(value, tuple) else (value,)
         _check_arguments(name, metric, metrics[metric], arguments[metric])
-    return loss, arguments
+    return ValidationOutput(loss, items, arguments)
+
+
+def _validation_items(
+    name: str, output: Mapping[str, Any], loss: torch.Tensor | None
+) -> int | torch.Tensor | None:
+    items = output.get("num_items")
+    if items is None:
+        return None
+    if loss is None:
+        raise StepOutputError(
+            f"{name} returned num_items but no loss; return "
+            '{"loss": summed_loss, "num_items": n} (a loss summed over n items)'
+        )
+    if not _is_count(items):
+        raise StepOutputError(
+            f"{name} returned num_items={items!r}; give the number of items the loss sums "
+            "over, as an int or a 0-dim integer or float tensor"
+        )
+    return items.detach().reshape(()) if isinstance(items, torch.Tensor) else items
 
 
 def _check_arguments(name: str, metric: str, instance: Any, arguments: tuple[Any, ...]) -> None:

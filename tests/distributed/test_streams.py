@@ -2,7 +2,9 @@
 the default options and ``max_steps``, and a run SIGKILLed in the middle of an epoch resumes
 to the uninterrupted run's weights bit for bit: on one process, and on two through torchrun
 with the stream split both ways (each process keeping its share, or dispatched from the main
-process). ``evaluate`` and ``predict`` of a stream on 2 and 3 processes equal one process's."""
+process). A stream that keeps its place (``state_dict``/``load_state_dict``) is resumed from its
+state on one process, not read again. ``evaluate`` and ``predict`` of a stream on 2 and 3
+processes equal one process's."""
 
 from __future__ import annotations
 
@@ -55,6 +57,30 @@ def test_a_stream_killed_mid_epoch_resumes_bit_identical(
         assert (got["global_step"], got["epoch"]) == (expected["global_step"], 2) == (steps, 2)
         for name, weight in expected["weights"].items():
             assert torch.equal(weight, got["weights"][name]), f"{story}: rank {rank}: {name}"
+
+
+def drawn(out: Path) -> list[int]:
+    return [int(line) for line in (out / "drawn_rank0.jsonl").read_text().split()]
+
+
+def test_a_stream_that_keeps_its_place_is_resumed_from_its_state_not_read_again(
+    tmp_path: Path,
+) -> None:
+    whole, resumed = tmp_path / "whole", tmp_path / "resumed"
+    run_to_end(whole, 1, "fit", "--placed")
+    died = launch(resumed, 1, "fit", "--placed", "--kill-at-step", "15")
+    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
+    (resumed / "drawn_rank0.jsonl").unlink()
+    said = run_to_end(resumed, 1, "fit", "--placed")
+    assert "are read again" not in said
+    # The checkpoint of step 12 is 1 batch (4 samples) into the second pass: the resumed run's
+    # stream starts at sample 4 of it, where one read again would start at 0.
+    assert drawn(resumed)[:3] == [4, 5, 6]
+    assert len(drawn(resumed)) == len(drawn(whole)) - 44 - 4
+    expected, got = final(whole, 0), final(resumed, 0)
+    assert got["global_step"] == expected["global_step"] == 26
+    for name, weight in expected["weights"].items():
+        assert torch.equal(weight, got["weights"][name]), name
 
 
 def test_evaluate_and_predict_of_a_stream_on_2_and_3_processes_equal_one_process(

@@ -1,6 +1,6 @@
 """A language model trained on a stream without a length; used by test_streams.py.
 
-    stream_worker.py OUT fit --split {shard,dispatch} [--kill-at-step N]
+    stream_worker.py OUT fit --split {shard,dispatch} [--kill-at-step N] [--placed]
     stream_worker.py OUT infer
 
 ``fit`` trains a tiny causal LM with token-weighted steps on a stream of token sequences of
@@ -10,7 +10,8 @@ into OUT/run; ``--split`` says how the stream is split across processes (``dispa
 one length, since dispatched batches must have one shape; ``shard`` pads each batch to its
 longest). ``--kill-at-step N`` SIGKILLs the main process right after step N. A run that
 completes writes OUT/final_rank<R>.pt: its final weights and counters. Every launch appends the
-samples the stream gave to OUT/drawn_rank<R>.jsonl.
+samples the stream gave to OUT/drawn_rank<R>.jsonl. ``--placed`` trains on a stream that keeps its
+place (``state_dict``/``load_state_dict``), which a resume restores instead of reading again.
 
 ``infer`` evaluates and predicts a stream with a fixed model and writes OUT/infer_rank<R>.pt.
 """
@@ -42,12 +43,36 @@ class TokenStream(IterableDataset[dict[str, Any]]):
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for index in range(self.count):
-            generator = torch.Generator().manual_seed(1000 + index)
-            length = int(torch.randint(3, LONGEST + 1, (), generator=generator))
-            if self.log is not None:
-                with self.log.open("a") as file:
-                    file.write(json.dumps(index) + "\n")
-            yield {"ids": torch.randint(1, VOCABULARY, (length,), generator=generator)}
+            yield self.sample(index)
+
+    def sample(self, index: int) -> dict[str, Any]:
+        generator = torch.Generator().manual_seed(1000 + index)
+        length = int(torch.randint(3, LONGEST + 1, (), generator=generator))
+        if self.log is not None:
+            with self.log.open("a") as file:
+                file.write(json.dumps(index) + "\n")
+        return {"ids": torch.randint(1, VOCABULARY, (length,), generator=generator)}
+
+
+class PlacedTokenStream(TokenStream):
+    """The same sequences, from a stream that keeps its place: ``state_dict`` says where it
+    is, ``load_state_dict`` makes its next pass start there (torchdata's protocol)."""
+
+    def __init__(self, count: int, log: Path | None = None) -> None:
+        super().__init__(count, log)
+        self.position = 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {"position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.position = state["position"]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for index in range(self.position, self.count):
+            self.position = index + 1
+            yield self.sample(index)
+        self.position = 0
 
 
 def padded(to_longest: bool) -> Any:
@@ -89,7 +114,7 @@ class TinyLM(AcceleratorModule):
         return self.model(batch["ids"]).sum(dim=1)
 
 
-def fit(out: Path, split: str, kill_at_step: int | None) -> None:
+def fit(out: Path, split: str, kill_at_step: int | None, placed: bool) -> None:
     hps = HyperParameters(epochs=3, batch_size=4, max_steps=14 if RANK_COUNT > 1 else 26,
                           optimizer="AdamW", optimizer_kwargs={"lr": 0.01})  # fmt: skip
     events = Events(out, 0)
@@ -99,7 +124,8 @@ def fit(out: Path, split: str, kill_at_step: int | None) -> None:
         dispatch_streams=split == "dispatch",
         callbacks=[KillAtStep(kill_at_step, events)] if kill_at_step else [],
     )  # fmt: skip
-    state = trainer.fit(TinyLM(), TokenStream(44, out / f"drawn_rank{RANK}.jsonl"))
+    stream = (PlacedTokenStream if placed else TokenStream)(44, out / f"drawn_rank{RANK}.jsonl")
+    state = trainer.fit(TinyLM(), stream)
     model = trainer.accelerator.unwrap_model(trainer.model)
     weights = {name: value.detach().cpu() for name, value in model.state_dict().items()}
     counters = {"global_step": state.global_step, "epoch": state.epoch}
@@ -125,9 +151,10 @@ if __name__ == "__main__":
     parser.add_argument("job", choices=["fit", "infer"])
     parser.add_argument("--split", choices=["shard", "dispatch"], default="shard")
     parser.add_argument("--kill-at-step", type=int)
+    parser.add_argument("--placed", action="store_true", help="a stream that keeps its place")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.job == "fit":
-        fit(args.out, args.split, args.kill_at_step)
+        fit(args.out, args.split, args.kill_at_step, args.placed)
     else:
         infer(args.out)

@@ -13,7 +13,12 @@ from ._loaders import (
     train_loader,
 )
 from ._stages import Stages, TrainData, training_data
-from ._streams import check_stream, prepare_stream_evaluation, streams_split
+from ._streams import (
+    check_stream,
+    prepare_stream_evaluation,
+    reads_from_state,
+    streams_split,
+)
 
 __all__ = [
     "Curriculum",
@@ -34,6 +39,7 @@ __all__ = [
     "named_sets",
     "order_batches",
     "prepare_stream_evaluation",
+    "reads_from_state",
     "samples",
     "streams_split",
     "train_loader",

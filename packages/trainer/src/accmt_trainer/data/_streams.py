@@ -4,7 +4,9 @@ split across processes to evaluate or predict with every sample once."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -77,16 +79,43 @@ def prepare_stream_evaluation(
 def streams_split(
     accelerator: Accelerator, loaders: Sequence[DataLoader[Any]], dispatch: bool
 ) -> Iterator[None]:
-    """While the training loaders are prepared: streams are split across processes as
-    ``dispatch`` says (Accelerate reads its setting as it prepares a loader), not by
-    Accelerate's default, which dispatches every stream from the main process; batches of a
-    padding collator differ in shape, and dispatching cannot join them."""
-    config = accelerator.dataloader_config
+    """While the training loaders are prepared (Accelerate reads its settings as it prepares
+    a loader): streams are split across processes as ``dispatch`` says, not by Accelerate's
+    default, which dispatches every stream from the main process, where batches of a padding
+    collator, differing in shape, cannot be joined; and a stream that keeps its own place
+    (:func:`resumes_from_state`) is read, on one process, through torchdata's
+    ``StatefulDataLoader``, whose state Accelerate's checkpoints then hold."""
     if not all(isinstance(loader.dataset, IterableDataset) for loader in loaders):
         yield
         return
-    former, config.dispatch_batches = config.dispatch_batches, dispatch
+    config = accelerator.dataloader_config
+    # On several processes a stream's own place runs ahead of the checkpoint's: Accelerate's
+    # dispatcher reads a round ahead of what it dealt (its own counters it corrects, a
+    # stream's state it cannot), and its split wraps the stream. There it is read again.
+    one = accelerator.num_processes == 1
+    stateful = one and all(resumes_from_state(loader.dataset) for loader in loaders)
+    former = config.dispatch_batches, config.use_stateful_dataloader
+    config.dispatch_batches, config.use_stateful_dataloader = dispatch, stateful or former[1]
     try:
-        yield
+        with warnings.catch_warnings():
+            # torchdata 0.11's StatefulDataLoader calls torch.set_vital, which torch 2.13
+            # deprecates with a warning that is neither the user's nor ours to act on.
+            warnings.filterwarnings("ignore", "'set_vital' is deprecated", UserWarning)
+            yield
     finally:
-        config.dispatch_batches = former
+        config.dispatch_batches, config.use_stateful_dataloader = former
+
+
+def resumes_from_state(dataset: Any) -> bool:
+    """Whether a run resumes ``dataset`` from its own ``state_dict`` (torchdata's protocol,
+    which its ``StatefulDataLoader`` saves and restores) rather than by reading it again: a
+    stream with ``state_dict`` and ``load_state_dict``, where torchdata is installed."""
+    keeps_state = all(
+        callable(getattr(dataset, method, None)) for method in ("state_dict", "load_state_dict")
+    )
+    return keeps_state and importlib.util.find_spec("torchdata") is not None
+
+
+def reads_from_state(loader: Any) -> bool:
+    """Whether a prepared loader resumes from its saved state (no batch is skipped)."""
+    return bool(getattr(loader, "use_stateful_dataloader", False))

@@ -18,8 +18,9 @@ from .._errors import StepOutputError
 from .._module import ExtendedAcceleratorModule
 from ..checkpointing import CheckpointSchedule, Unit, restore_lengths, schedule_lengths
 from ..console import evaluation_postfix, logger, metrics_line
+from ..data import reads_from_state
 from ..evaluation import EvaluationOptions, LossWindow, split_training_output
-from ..runtime import LoggingOptions, Usage
+from ..runtime import LoggingOptions, Usage, kept_rng_states
 from ._owners import Owners
 from ._setup import Run
 from ._start_lines import replay_line
@@ -114,22 +115,35 @@ class TrainingLoop:
         rest of the interrupted epoch's batches (None when it stopped between epochs)."""
         rest: Iterator[Any] | None = None
         self._enter_stage()  # a checkpoint of schema 3 had no stage index
-        if self.state.batches_seen_in_epoch:
+        loader = self.run.plan.epoch(self.state.epoch)[0]
+        within = self.state.batches_seen_in_epoch > 0
+        from_state = within and reads_from_state(loader)
+        if within and not from_state:
             # Starting an epoch's iterator draws from the global RNG. The interrupted run drew
             # before its checkpoint, so this run draws first and restores the RNGs after.
-            loader = self.run.plan.epoch(self.state.epoch)[0]
-            if isinstance(loader.dataset, IterableDataset) and self.run.accelerator.is_main_process:
-                logger.info("%s", replay_line(self.state.batches_seen_in_epoch, self.state.epoch))
-            batches = iter(self._epoch_loader(loader))
-            first = next(batches, _END)
-            rest = iter(()) if first is _END else itertools.chain([first], batches)
+            self._say_replayed(loader)
+            rest = self._rest_of_epoch(loader)
         # The schedule keeps this run's length, where the scheduler's state holds the
         # checkpoint's (a resume on another number of processes, or with more epochs).
         lengths = schedule_lengths(self.run.scheduler)
-        self.owners.checkpoints.load_accelerate(folder)
+        self.owners.checkpoints.load_accelerate(folder)  # a stateful loader's place too
         restore_lengths(lengths)
+        if from_state:
+            # The loader starts at its restored place; its iterator's draw from the RNGs was
+            # the interrupted run's, before its checkpoint, so it is given back.
+            with kept_rng_states():
+                rest = self._rest_of_epoch(loader)
         self.callbacks.call("on_resume")
         return rest
+
+    def _rest_of_epoch(self, loader: Any) -> Iterator[Any]:
+        batches = iter(self._epoch_loader(loader))
+        first = next(batches, _END)
+        return iter(()) if first is _END else itertools.chain([first], batches)
+
+    def _say_replayed(self, loader: Any) -> None:
+        if isinstance(loader.dataset, IterableDataset) and self.run.accelerator.is_main_process:
+            logger.info("%s", replay_line(self.state.batches_seen_in_epoch, self.state.epoch))
 
     # --------------------------------------------------------------------------- epoch
 
@@ -183,7 +197,7 @@ class TrainingLoop:
         set_collate_epoch = getattr(loader.collate_fn, "set_epoch", None)
         if callable(set_collate_epoch):
             set_collate_epoch(self.state.epoch)
-        done = self.state.batches_seen_in_epoch
+        done = 0 if reads_from_state(loader) else self.state.batches_seen_in_epoch
         # Skips by index where the sampler allows: skipped samples are never loaded.
         return self.run.accelerator.skip_first_batches(loader, done) if done else loader
 

@@ -12,7 +12,7 @@ from ._accelerator import (
 )
 from ._fsdp import reshard, shards_the_model, warn_if_not_sharded
 from ._process_group import ProcessGroupScope
-from ._seeding import seed_everything
+from ._seeding import kept_rng_states, seed_everything
 from ._signals import stop_on_signals
 from ._trackers import LoggingOptions, LogWith, log_artifact, start_trackers
 from ._usage import CpuClock, Usage
@@ -26,6 +26,7 @@ __all__ = [
     "ProcessGroupScope",
     "Usage",
     "drop_mixed_precision_forward",
+    "kept_rng_states",
     "log_artifact",
     "make_accelerator",
     "own_model",

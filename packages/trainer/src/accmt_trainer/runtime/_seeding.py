@@ -1,7 +1,14 @@
-"""Seeding every random number generator a run uses, before the model is built."""
+"""Seeding every random number generator a run uses, before the model is built; keeping
+their states across a draw that must not count."""
 
 from __future__ import annotations
 
+import contextlib
+import random
+from collections.abc import Iterator
+
+import numpy as np
+import torch
 from accelerate.utils import set_seed
 
 
@@ -16,3 +23,19 @@ def seed_everything(seed: int) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed_everything: expected an int, got {seed!r}")
     set_seed(seed)
+
+
+@contextlib.contextmanager
+def kept_rng_states() -> Iterator[None]:
+    """Python's, NumPy's and torch's generators (on the CPU and every GPU) as they were
+    before the block: what it draws from them does not count."""
+    python, numpy, cpu = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+    try:
+        yield
+    finally:
+        random.setstate(python)
+        np.random.set_state(numpy)
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)

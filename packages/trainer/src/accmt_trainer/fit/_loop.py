@@ -87,6 +87,7 @@ class TrainingLoop:
         start = self.evaluation_options.eval_when_start and resuming is None
         if start and self.owners.evaluation.has_data:
             self._evaluate()
+        self.owners.profiler.at_step(self.state.global_step)
         while not (self.reached_end() or self.owners.stop.agreed):
             self._train_epoch(rest)
             rest = None
@@ -272,6 +273,7 @@ class TrainingLoop:
             or (evaluated and self._due("eval", self.state.evaluations_done))
         ):
             self.checkpoint()
+        self.owners.profiler.at_step(step)
 
     # ----------------------------------------------------------- evaluation, checkpoints
 

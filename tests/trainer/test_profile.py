@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from accmt_callbacks import Callback
 from accmt_trainer import HyperParameters, Trainer, TrainerConfigError
 
 from .conftest import Classifier, blobs
@@ -39,6 +40,28 @@ def test_a_window_past_the_runs_end_ends_with_the_run(tmp_path: Path) -> None:
     profiled_fit(tmp_path, (6, 20))  # the run has 8 steps
     (trace,) = traces(tmp_path)
     assert optimizer_steps_in(trace)["optimizer"] == 2
+
+
+class StopAt(Callback):
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_after_training_step(self) -> None:
+        assert self.state is not None
+        assert self.trainer is not None
+        if self.state.global_step == self.step:
+            self.trainer.request_stop("the test stops here")
+
+
+def test_a_run_stopped_in_the_window_writes_its_part_and_its_resume_the_rest(
+    tmp_path: Path,
+) -> None:
+    every_step = {"checkpoint_every": "1 steps"}
+    profiled_fit(tmp_path, (2, 5), callbacks=[StopAt(3)], **every_step)  # steps 1-3 of 8
+    profiled_fit(tmp_path, (2, 5), **every_step)  # resumes at step 3
+    stopped, resumed = traces(tmp_path)  # named by the time they were written
+    assert optimizer_steps_in(stopped)["optimizer"] == 1  # step 3
+    assert optimizer_steps_in(resumed)["optimizer"] == 2  # steps 4 and 5
 
 
 def test_a_window_after_the_run_profiles_nothing_and_says_so(tmp_path: Path) -> None:

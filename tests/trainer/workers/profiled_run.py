@@ -63,16 +63,15 @@ def profiled_fit(
     profiled over ``steps``; the logging folder is ``folder/logs``, the run's name ``run``.
     ``logged`` gets each training log's values and step (the trackers get them too)."""
     hps = HyperParameters(epochs=1, batch_size=BATCH, optimizer="SGD", optimizer_kwargs={"lr": 0.1})
-    options = {"log_with": None, "progress_bar": False, "cpu": True, **options}
+    quiet = {"log_with": None, "progress_bar": False, "cpu": True, "checkpoint_every": None}
     trainer = Trainer(
         hps,
         folder / "model",
         track_name="run",
         logging_dir=folder / "logs",
-        checkpoint_every=None,
         disable_model_saving=True,
         profile_steps=steps,
-        **options,
+        **{**quiet, **options},
     )
     if logged is not None:
         send = trainer.log

@@ -201,6 +201,13 @@ def test_a_summed_loss_with_num_items_does_not_sync_either(tmp_path: Path, items
     assert syncs.found == []
 
 
+def test_counting_items_for_throughput_and_mfu_does_not_sync(tmp_path: Path) -> None:
+    # The items stay on the device until a log reads them.
+    monitor = Monitor(throughput=True, flops_per_item=6.0, peak_flops=1e9)
+    syncs = count(tmp_path, SummedLoss("tensor"), monitor=monitor)
+    assert syncs.found == []
+
+
 class ReadsItsLoss(Classifier):
     """A module whose step asks for its loss's value: the counting must see it."""
 

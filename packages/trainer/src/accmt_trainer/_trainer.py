@@ -117,6 +117,7 @@ class Trainer:
         on_nonfinite_loss: NonFinitePolicy = "error",
         checkpoint_async: bool = False,
         ema_decay: float | None = None,
+        profile_steps: tuple[int, int] | None = None,
     ) -> None:
         self.hps = HyperParameters.from_config(hps_config)
         self.model_path = Path(model_path)
@@ -200,6 +201,7 @@ class Trainer:
             handle_signals=handle_signals,
             sanity_check=sanity_check,
             ema_decay=ema_decay,
+            profile_steps=profile_steps,
         )
         """What every :meth:`fit` is handed: the options above, made once."""
         self.inference_options = InferenceOptions(

@@ -15,6 +15,7 @@ from ._option_checks import (
     one_of,
     option,
     positive_int,
+    profile_window,
     suggest,
 )
 from ._registry import register_optimizer, register_scheduler
@@ -35,6 +36,7 @@ __all__ = [
     "one_of",
     "option",
     "positive_int",
+    "profile_window",
     "refuses_former_options",
     "register_optimizer",
     "register_scheduler",

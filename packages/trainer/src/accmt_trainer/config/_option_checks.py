@@ -58,6 +58,27 @@ def log_every_value(value: Any) -> Any:
     return value
 
 
+def profile_window(value: Any) -> tuple[int, int] | None:
+    """``profile_steps``: ``(start, stop)``, global steps with ``0 <= start < stop`` (the
+    optimizer steps ``start + 1`` to ``stop`` are profiled), or None."""
+    if value is None:
+        return None
+    whole = (
+        [isinstance(v, int) and not isinstance(v, bool) for v in value]
+        if isinstance(value, (tuple, list))
+        else []
+    )
+    if len(whole) != 2 or not all(whole):
+        problem = "expected a pair (start, stop) of whole numbers of optimizer steps, or None"
+    elif value[0] < 0:
+        problem = "start must be 0 or more (0 profiles from the first optimizer step)"
+    elif value[0] >= value[1]:
+        problem = "start must be below stop (it profiles the optimizer steps start+1 to stop)"
+    else:
+        return (value[0], value[1])
+    raise TrainerConfigError(f"Trainer(profile_steps=...): {problem}, got {value!r}")
+
+
 def clip_value(value: Any) -> float | None:
     """``clip_grad``: a positive maximum gradient norm, or None."""
     if value is None:

@@ -261,6 +261,7 @@ class Fit:
             raise
         finally:
             loop.owners.progress.close()
+            loop.owners.profiler.close()
         state = loop.state
         if self.accelerator.is_main_process and callbacks.should_stop and not state.finished:
             newest = checkpoints.complete()

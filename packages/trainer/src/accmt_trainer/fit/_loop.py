@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from ..runtime import LoggingOptions, Usage, kept_rng_states
 from ._owners import Owners
 from ._setup import Run
 from ._start_lines import replay_line
+from ._throughput import Throughput
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState
@@ -64,7 +64,7 @@ class TrainingLoop:
         if not self._accumulating:
             run.accelerator.sync_gradients = True
         self._last_checkpoint: tuple[int, int, int] | None = None
-        self._last_log = (time.perf_counter(), 0)  # when, and at which batch_iteration
+        self.throughput = Throughput(logging_options.monitor, run.accelerator, run.train_batch_size)
         self.usage = Usage(
             logging_options.monitor, device, main_process=run.accelerator.is_main_process
         )
@@ -91,6 +91,7 @@ class TrainingLoop:
         start = self.evaluation_options.eval_when_start and resuming is None
         if start and self.owners.evaluation.has_data:
             self._evaluate()
+        self.owners.profiler.at_step(self.state.global_step)
         while not (self.reached_end() or self.owners.stop.agreed):
             self._train_epoch(rest)
             rest = None
@@ -163,7 +164,7 @@ class TrainingLoop:
         self.owners.progress.start_epoch(
             state.epoch, self.run.epochs, total, state.batches_seen_in_epoch
         )
-        self._last_log = (time.perf_counter(), state.batch_iteration)
+        self.throughput.restart(state.batch_iteration)
         batches = rest or iter(self._epoch_loader(loader))
         if total is not None and total < len(loader):
             batches = itertools.islice(batches, total - state.batches_seen_in_epoch)
@@ -240,6 +241,7 @@ class TrainingLoop:
             output = self.module.training_step(batch)
             loss, items = split_training_output(self.module, output, may_be_none=self._extended)
             self._check_items_given(items)
+            self.throughput.count(items)
             if loss is not None and not self._extended:
                 owners.optimizer_step.step(loss, items)
         if loss is not None:
@@ -296,6 +298,7 @@ class TrainingLoop:
             or (evaluated and self._due("eval", self.state.evaluations_done))
         ):
             self.checkpoint()
+        self.owners.profiler.at_step(step)
 
     # ----------------------------------------------------------- evaluation, checkpoints
 
@@ -361,21 +364,12 @@ class TrainingLoop:
         grad_norm = self.owners.optimizer_step.grad_norm if monitor.grad_norm else None
         if grad_norm is not None:
             values["train/grad_norm"] = grad_norm
-        if monitor.throughput:
-            values["train/samples_per_second"] = self._throughput()
+        values.update(self.throughput.read(state.batch_iteration))
         values.update(self.usage.read())
         if state.skipped_steps:
             values["train/skipped_steps"] = float(state.skipped_steps)
         self.owners.progress.show({k.removeprefix("train/"): v for k, v in values.items()})
         self.log(values)
-
-    def _throughput(self) -> float:
-        """Samples of all processes per second since the last log (or the epoch's start)."""
-        now, batch = time.perf_counter(), self.state.batch_iteration
-        (then, then_batch), self._last_log = self._last_log, (now, batch)
-        processes = self.run.accelerator.num_processes
-        samples = (batch - then_batch) * self.run.train_batch_size * processes
-        return float(samples) / max(now - then, 1e-9)
 
 
 def learning_rates(optimizer: Any) -> dict[str, float]:

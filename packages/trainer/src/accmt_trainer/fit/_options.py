@@ -7,7 +7,7 @@ from pathlib import Path
 import attrs
 
 from ..checkpointing import CheckpointOptions
-from ..config import HyperParameters, option
+from ..config import HyperParameters, option, profile_window
 from ..data import LoaderOptions
 from ..evaluation import EvaluationOptions
 from ..runtime import AcceleratorOptions, LoggingOptions
@@ -35,3 +35,6 @@ class FitOptions:
     """Each validation set's first batch runs before the first step, and the names checked."""
     ema_decay: float | None = attrs.field(default=None, validator=option(check_decay))
     """Keep an exponential moving average of the weights with this decay (``_weight_average``)."""
+    profile_steps: tuple[int, int] | None = attrs.field(default=None, converter=profile_window)
+    """Profile the optimizer steps ``start + 1`` to ``stop`` of ``(start, stop)`` on every
+    process (``runtime/_profiling``)."""

@@ -13,6 +13,7 @@ from accmt_callbacks import CallbackHandler
 from ..checkpointing import Checkpoints, SavingRule
 from ..console import ProgressBar
 from ..evaluation import Evaluation
+from ..runtime import StepProfiler
 from ._best_models import BestModels, choose_rules
 from ._nonfinite import NonFiniteGuard
 from ._optimizer_step import OptimizerStep
@@ -39,6 +40,8 @@ class Owners:
     progress: ProgressBar
     stop: StopAgreement
     """The run's one stop decision, agreed by every process."""
+    profiler: StepProfiler
+    """``profile_steps``: told each global step the run reaches."""
     average: WeightAverage | None = None
     """The weight average (``ema_decay``): updated after each optimizer step, applied while
     the run evaluates and saves its best models."""
@@ -102,6 +105,13 @@ def build_owners(
         guard=guard,
         progress=ProgressBar(logging_options.progress_bar, accelerator.is_main_process),
         stop=StopAgreement(callbacks, accelerator.num_processes),
+        profiler=StepProfiler(
+            options.profile_steps,
+            logging_options.profiles,
+            process_index=accelerator.process_index,
+            device=accelerator.device.type,
+            total_steps=run.total_steps,
+        ),
         average=average,
     )
 

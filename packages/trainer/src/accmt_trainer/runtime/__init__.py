@@ -1,6 +1,6 @@
 """Where a run executes: the Accelerator (CPU or not, mixed precision, accumulation,
-compile), the process group a job makes and tears down, FSDP, signals, seeding, the trackers, and
-the memory and CPU use the Monitor logs."""
+compile), the process group a job makes and tears down, FSDP, signals, seeding, the trackers, the
+profiler of profile_steps, and the memory and CPU use the Monitor logs."""
 
 from ._accelerator import (
     AcceleratorOptions,
@@ -12,6 +12,7 @@ from ._accelerator import (
 )
 from ._fsdp import reshard, shards_the_model, warn_if_not_sharded
 from ._process_group import ProcessGroupScope
+from ._profiling import StepProfiler
 from ._seeding import kept_rng_states, seed_everything
 from ._signals import stop_on_signals
 from ._trackers import LoggingOptions, LogWith, log_artifact, start_trackers
@@ -24,6 +25,7 @@ __all__ = [
     "LogWith",
     "LoggingOptions",
     "ProcessGroupScope",
+    "StepProfiler",
     "Usage",
     "drop_mixed_precision_forward",
     "kept_rng_states",

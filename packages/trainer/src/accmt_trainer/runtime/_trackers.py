@@ -77,6 +77,11 @@ class LoggingOptions:
         """Where artifacts go when no tracker stores them."""
         return self.logging_dir / self.track_name / "artifacts"
 
+    @property
+    def profiles(self) -> Path:
+        """Where ``profile_steps`` writes each process's trace."""
+        return self.logging_dir / self.track_name / "profile"
+
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested configuration as flat scalar keys (``optimizer_kwargs.lr``), as trackers need."""

@@ -1,6 +1,7 @@
 """The Trainer's own cost per step, against a plain PyTorch loop and a plain Accelerate loop.
 
     ./hatchw run python benchmarks/overhead.py
+    ./hatchw run python benchmarks/overhead.py --processes 2
 
 The same tiny MLP, data (one shuffled DataLoader) and AdamW are trained by the three loops, in
 turn, for ROUNDS rounds of one STEPS-step epoch. Each loop notes the time after every step
@@ -10,6 +11,13 @@ drop out. Across rounds it prints the median and the minimum (the least disturbe
 timeit advises); the ratio of minimums is the Trainer's overhead over plain Accelerate. The
 process is pinned to one core and one thread. Progress bar, trackers, checkpoints and model
 saving are off: this measures the loop, not what it writes.
+
+With ``--processes N`` it starts itself on N CPU processes through torchrun (gloo, one thread
+each, not pinned) and compares the Trainer with a plain Accelerate loop there (DDP),
+each process reading its share of the batches. On several processes the Trainer also agrees on
+stopping at every optimizer step (one number all-reduced on the gloo group): its cost is the
+Trainer's step with it against the Trainer's step with it switched off, and the exchange timed
+alone.
 """
 
 from __future__ import annotations
@@ -17,20 +25,24 @@ from __future__ import annotations
 import itertools
 import os
 import statistics
+import subprocess
+import sys
 import time
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 from torch.utils.data import DataLoader, TensorDataset
 
 from accmt_callbacks import Callback
 from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
+from accmt_trainer.fit._stop_agreement import StopAgreement
 
 BATCH = 32
 STEPS = 600
-ROUNDS = 11
+ROUNDS = int(os.environ.get("OVERHEAD_ROUNDS", "11"))
 
 
 def data(steps: int) -> TensorDataset:
@@ -208,5 +220,82 @@ def main() -> None:
     )
 
 
+def stop_exchange(steps: int) -> float:
+    """What the Trainer's stop agreement adds to each step on several processes: one int32
+    all-reduced (max) on the gloo group, as fit/_stop_agreement.py does."""
+    stamps = []
+    for _ in range(steps):
+        flag = torch.zeros(1, dtype=torch.int32)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        bool(flag.item())
+        stamps.append(time.perf_counter())
+    return median_step(stamps)
+
+
+def trainer_without_agreement(steps: int) -> float:
+    """The Trainer with its stop agreement switched off (a stop asked on one process would
+    then hang the job): what the agreement costs is the difference. For this measure only."""
+    exchange = StopAgreement.exchange
+    StopAgreement.exchange = lambda self: self.agreed  # type: ignore[method-assign]
+    try:
+        return accmt_trainer(steps)
+    finally:
+        StopAgreement.exchange = exchange  # type: ignore[method-assign]
+
+
+def several_processes(processes: int) -> None:
+    """Run under torchrun by ``--processes N``: the Trainer and plain Accelerate (DDP), each
+    process reading its share of the same batches, in interleaved rounds; rank 0 prints."""
+    rank = int(os.environ["RANK"])
+    # Not pinned to a core each: gloo's own threads would then wait on the training thread.
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    steps = STEPS * processes  # the batches of the whole set: STEPS each process
+    loops = {
+        "plain Accelerate (DDP)": plain_accelerate,
+        "accmt Trainer.fit": accmt_trainer,
+        "accmt, no stop agreement": trainer_without_agreement,
+        "stop exchange alone": stop_exchange,
+    }
+    samples: dict[str, list[float]] = {name: [] for name in loops}
+    for loop in loops.values():
+        loop(50 * processes)
+    for _ in range(ROUNDS):
+        for name, loop in loops.items():
+            samples[name].append(loop(steps if loop is not stop_exchange else STEPS))
+    if rank == 0:
+        _print_several(processes, samples)
+    dist.destroy_process_group()
+
+
+def _print_several(processes: int, samples: dict[str, list[float]]) -> None:
+    print(
+        f"tiny MLP, batch {BATCH} per process, AdamW, {processes} processes (gloo, 1 thread "
+        f"each); median step of each {STEPS}-step epoch, over {ROUNDS} interleaved rounds"
+    )
+    print(f"  {'':<24} {'median':>9} {'minimum':>9}")
+    for name, values in samples.items():
+        print(f"  {name:<24} {statistics.median(values) * 1e3:6.3f} ms {min(values) * 1e3:6.3f} ms")
+    trainer, accelerate = samples["accmt Trainer.fit"], samples["plain Accelerate (DDP)"]
+    without, exchange = samples["accmt, no stop agreement"], samples["stop exchange alone"]
+    print(
+        f"  ratio Trainer / plain Accelerate: {min(trainer) / min(accelerate):.3f} of minimums, "
+        f"{statistics.median(trainer) / statistics.median(accelerate):.3f} of medians"
+    )
+    cost = statistics.median(trainer) - statistics.median(without)
+    print(
+        f"  stop agreement: {cost * 1e6:+.1f} us a step (medians, Trainer with and without), "
+        f"{cost / statistics.median(accelerate):+.3f} of plain Accelerate's median step; the "
+        f"exchange alone {statistics.median(exchange) * 1e6:.1f} us"
+    )
+
+
 if __name__ == "__main__":
-    main()
+    if "--processes" not in sys.argv[1:]:
+        main()
+    elif "RANK" in os.environ:
+        several_processes(int(sys.argv[sys.argv.index("--processes") + 1]))
+    else:
+        count = sys.argv[sys.argv.index("--processes") + 1]
+        launcher = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={count}"]
+        subprocess.run([*launcher, __file__, "--processes", count], check=True)

@@ -4,6 +4,7 @@ and the checks of the options that say so."""
 from __future__ import annotations
 
 import argparse
+import random
 import socket
 
 import attrs
@@ -59,7 +60,21 @@ def port(value: str) -> int:
     return int(value)
 
 
+# Below Linux's ephemeral range (32768-60999): a port the kernel hands out to outgoing
+# connections (gloo's, a TCP store client's) can be taken between this check and the
+# launcher's bind; one chosen here is taken only by another program listening on it.
+_QUIET_PORTS = range(20000, 32768)
+
+
 def free_port() -> int:
+    """A loopback port that nothing listens on, at random outside the ephemeral range."""
+    for candidate in random.sample(_QUIET_PORTS, 64):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return candidate
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

@@ -1,6 +1,7 @@
 """accmt 1.x's curriculum as a plain list of ``(max_step, dataset)`` stages, through ``accmt``'s
 Trainer (which turns it into a curriculum); a list of samples is still one dataset; a callback
-reads the current stage in ``state.train_dataloader_idx``, as in 1.x."""
+reads the current stage in ``state.train_dataloader_idx``, which a finished run leaves one past
+the last stage, as in 1.x."""
 
 from __future__ import annotations
 
@@ -10,14 +11,21 @@ from typing import Any
 import pytest
 import torch
 
-from accmt import Callback, HyperParameters, Trainer, TrainerConfigError
-from tests.trainer.test_curriculum import StageRecorder, stage_of_each_step, tagged
+from accmt import Callback, HyperParameters, Trainer, TrainerConfigError, TrainingState
+from accmt.curriculum import StepsCurriculum
+from tests.trainer.test_curriculum import (
+    StageRecorder,
+    StopAt,
+    curriculum_for_resume,
+    stage_of_each_step,
+    tagged,
+)
 
 
-def run(tmp_path: Path, max_steps: int | None = None) -> Trainer:
+def run(tmp_path: Path, max_steps: int | None = None, **options: Any) -> Trainer:
     hps = HyperParameters(epochs=1, batch_size=4, optimizer_kwargs={"lr": 0.1}, max_steps=max_steps)
     quiet: dict[str, Any] = {"log_with": None, "progress_bar": False, "checkpoint_every": None}
-    return Trainer(hps, tmp_path / "run", **quiet)
+    return Trainer(hps, tmp_path / "run", **{**quiet, **options})
 
 
 def test_fit_takes_1x_plain_list_of_stages(tmp_path: Path) -> None:
@@ -100,4 +108,31 @@ def test_a_1x_callback_reads_the_stage_index_from_the_state(tmp_path: Path) -> N
         trainer = Trainer(hps, str(tmp_path / "run"), callback=stages, log_with=None)
     state = trainer.fit(module, [(2, tagged(8, 0)), (5, tagged(8, 1)), (-1, tagged(8, 2))])
     assert stages.seen == {1: 0, 2: 0, 3: 1, 4: 1, 5: 1, 6: 2, 7: 2}
-    assert state.train_dataloader_idx == 2
+    assert state.train_dataloader_idx == 3  # finished: one past the last stage, as in 1.x
+
+
+# ----------------------------------------------- where a finished run leaves the stage index
+
+
+def test_a_finished_curriculum_leaves_the_index_one_past_its_last_stage(tmp_path: Path) -> None:
+    curriculum = StepsCurriculum()
+    curriculum.add(tagged(8, 0), 2)
+    curriculum.add(tagged(8, 1), -1)
+    trainer = run(tmp_path, max_steps=5, checkpoint_every="epoch")
+    state = trainer.fit(StageRecorder(), curriculum)
+    assert (state.finished, state.train_dataloader_idx) == (True, 2)
+    assert trainer.state is state  # 1.x's tests read it from trainer.state
+    # The checkpoint keeps the last stage's index, which a resume of the run reads.
+    latest = sorted((tmp_path / "run" / "checkpoints").glob("checkpoint_*"))[-1]
+    assert TrainingState.load(latest / "state.json").train_dataloader_idx == 1
+
+
+def test_a_stopped_curriculum_keeps_the_index_of_its_stage(tmp_path: Path) -> None:
+    trainer = run(tmp_path, callbacks=[StopAt(7)])  # stage 1 is steps 6 to 9
+    state = trainer.fit(StageRecorder(), curriculum_for_resume())
+    assert (state.finished, state.global_step, state.train_dataloader_idx) == (False, 7, 1)
+
+
+def test_one_dataset_keeps_index_0(tmp_path: Path) -> None:
+    state = run(tmp_path).fit(StageRecorder(), tagged(8, 0))
+    assert (state.finished, state.train_dataloader_idx) == (True, 0)

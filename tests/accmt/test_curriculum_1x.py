@@ -1,7 +1,8 @@
 """accmt 1.x's curriculum as a plain list of ``(max_step, dataset)`` stages, through ``accmt``'s
 Trainer (which turns it into a curriculum); a list of samples is still one dataset; a callback
 reads the current stage in ``state.train_dataloader_idx``, which a finished run leaves one past
-the last stage, as in 1.x."""
+the last stage, as in 1.x; 1.x's RatioCurriculum takes a last -1 after ratios that add up to 1
+(a stage that trains no step), which accmt-trainer's refuses."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any
 import pytest
 import torch
 
+import accmt_trainer
 from accmt import Callback, HyperParameters, Trainer, TrainerConfigError, TrainingState
-from accmt.curriculum import StepsCurriculum
+from accmt.curriculum import RatioCurriculum, StepsCurriculum
 from tests.trainer.test_curriculum import (
     StageRecorder,
     StopAt,
@@ -136,3 +138,82 @@ def test_a_stopped_curriculum_keeps_the_index_of_its_stage(tmp_path: Path) -> No
 def test_one_dataset_keeps_index_0(tmp_path: Path) -> None:
     state = run(tmp_path).fit(StageRecorder(), tagged(8, 0))
     assert (state.finished, state.train_dataloader_idx) == (True, 0)
+
+
+# ------------------------------------------- 1.x's RatioCurriculum: -1 when no share is left
+
+
+def ratios_to_one(ratios: list[float]) -> RatioCurriculum:
+    curriculum = RatioCurriculum()
+    for tag, ratio in enumerate(ratios):
+        curriculum.add(tagged(8, tag), ratio)
+    return curriculum
+
+
+def test_minus_one_after_ratios_adding_up_to_1_is_a_stage_that_trains_no_step(
+    tmp_path: Path,
+) -> None:
+    curriculum = ratios_to_one([0.1, 0.2, 0.3, 0.4])
+    curriculum.add(tagged(8, 4), -1, {"shuffle": False})
+    assert len(curriculum) == 5
+    assert [end for end, _, _ in curriculum.stages(20)] == [2, 6, 12, 20]
+    module = StageRecorder()
+    state = run(tmp_path, max_steps=20).fit(module, curriculum)
+    stage = {step: 0 if step <= 2 else 1 if step <= 6 else 2 if step <= 12 else 3 for step in
+             range(1, 21)}  # fmt: skip
+    assert stage_of_each_step(module) == {step: {tag} for step, tag in stage.items()}
+    assert (state.global_step, state.finished, state.train_dataloader_idx) == (20, True, 5)
+
+
+def test_accmt_trainer_s_ratio_curriculum_still_refuses_it() -> None:
+    curriculum = accmt_trainer.RatioCurriculum()
+    curriculum.add(tagged(8, 0), 1.0)
+    with pytest.raises(TrainerConfigError, match=r"stage 1: -1 .* already add up to 1"):
+        curriculum.add(tagged(8, 1), -1)
+
+
+@pytest.mark.parametrize("ratios", [[1.0], [0.7, 0.2, 0.1], [0.5, 0.5 - 1e-12]])
+def test_ratios_that_add_up_to_1_in_floating_point_leave_no_share(ratios: list[float]) -> None:
+    curriculum = ratios_to_one(ratios)
+    curriculum.add(tagged(8, 9), -1)
+    assert len(curriculum) == len(ratios) + 1
+    two_x = accmt_trainer.RatioCurriculum()
+    for ratio in ratios:
+        two_x.add(tagged(8, 0), ratio)
+    assert [end for end, _, _ in curriculum.stages(10)] == [end for end, _, _ in two_x.stages(10)]
+
+
+def test_minus_one_with_a_share_left_is_accmt_trainer_s() -> None:
+    curriculum = ratios_to_one([0.3])
+    curriculum.add(tagged(8, 1), -1)
+    two_x = accmt_trainer.RatioCurriculum()
+    two_x.add(tagged(8, 0), 0.3)
+    two_x.add(tagged(8, 1), -1)
+    assert [end for end, _, _ in curriculum.stages(10)] == [3, 10]
+    assert [end for end, _, _ in two_x.stages(10)] == [3, 10]
+
+
+@pytest.mark.parametrize("ratio", [-1, 0.5])
+def test_nothing_may_follow_the_stage_with_no_share(ratio: float) -> None:
+    curriculum = ratios_to_one([1.0])
+    curriculum.add(tagged(8, 1), -1)
+    with pytest.raises(TrainerConfigError, match=r"stage 2: the stage before it is -1"):
+        curriculum.add(tagged(8, 2), ratio)
+    assert len(curriculum) == 2
+
+
+@pytest.mark.parametrize(
+    ("dataset", "kwargs", "message"),
+    [
+        ("samples", None, r"RatioCurriculum stage 1: expected a map-style dataset"),
+        (tagged(0, 1), None, r"RatioCurriculum stage 1: the dataset is empty"),
+        (tagged(8, 1), "shuffle", r"RatioCurriculum stage 1: dataloader_kwargs must be a dict"),
+    ],
+)  # fmt: skip
+def test_the_stage_with_no_share_is_checked_like_any(
+    dataset: Any, kwargs: Any, message: str
+) -> None:
+    curriculum = ratios_to_one([1.0])
+    with pytest.raises(TrainerConfigError, match=message):
+        curriculum.add(dataset, -1, kwargs)
+    assert len(curriculum) == 1

@@ -46,6 +46,7 @@ LONG_FIRST = [
     "tests/search/test_killed_search.py",
     "tests/distributed/",
     "tests/search/test_search.py",
+    "tests/accmt/test_one_x_curriculum_suite.py",
     "tests/trainer/test_folder_lock.py",
     "tests/docs/",
 ]

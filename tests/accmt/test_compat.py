@@ -68,6 +68,7 @@ ONE_X_CLASSES = {
     "AcceleratorModule": ["accmt", "accmt.modules"],
     "ExtendedAcceleratorModule": ["accmt", "accmt.modules"],
     "HyperParameterSearch": ["accmt", "accmt.hp_search"],
+    "RatioCurriculum": ["accmt", "accmt.curriculum"],
 }
 # The part each subclasses: accmt-trainer's, unless named here.
 PART = {"HyperParameterSearch": "accmt_search"}

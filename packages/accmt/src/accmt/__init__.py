@@ -4,9 +4,9 @@ This meta-package re-exports its parts (accmt-decorators, accmt-state, accmt-cal
 accmt-metrics, accmt-trainer, accmt-collators, accmt-search), so that ``from accmt import
 Trainer`` and accmt 1.x's import paths keep working. The names accmt 1.x spelled otherwise
 (``Trainer``, ``HyperParameters``, ``Monitor``, ``AcceleratorModule``,
-``ExtendedAcceleratorModule``, ``HyperParameterSearch``) and 1.x's ``Evaluator`` are those of
-``accmt._one_x``, which take 1.x's calls and hand 2.x ones to the parts. Importing it builds
-nothing: no Accelerator, no process group.
+``ExtendedAcceleratorModule``, ``HyperParameterSearch``, ``RatioCurriculum``) and 1.x's
+``Evaluator`` are those of ``accmt._one_x``, which take 1.x's calls and hand 2.x ones to the
+parts. Importing it builds nothing: no Accelerator, no process group.
 """
 
 import accmt_callbacks as _callbacks
@@ -33,6 +33,7 @@ from ._one_x import ExtendedAcceleratorModule as ExtendedAcceleratorModule
 from ._one_x import HyperParameters as HyperParameters
 from ._one_x import HyperParameterSearch as HyperParameterSearch
 from ._one_x import Monitor as Monitor
+from ._one_x import RatioCurriculum as RatioCurriculum
 from ._one_x import Trainer as Trainer
 from ._one_x._dropped import TOP_LEVEL as _TOP_LEVEL
 from ._one_x._dropped import dropped as _dropped

@@ -3,10 +3,12 @@
 The packages below accept accmt 2's spelling only. The classes here take 1.x's calls, give
 the same DeprecationWarnings as they name the 2.x spelling, and hand 2.x objects and options
 to the packages: one concept per module (Trainer options, HyperParameters, Monitor, the
-module's helpers, curriculum stages, metrics, the Evaluator, ``accmt.utils``, the
-hyperparameter search and its ``set_parameters`` space, and the names 2.x dropped).
+module's helpers, curriculum stages, 1.x's RatioCurriculum, metrics, the Evaluator,
+``accmt.utils``, the hyperparameter search and its ``set_parameters`` space, and the names 2.x
+dropped).
 """
 
+from ._curriculum import RatioCurriculum
 from ._evaluator import Evaluator
 from ._hyperparameters import HyperParameters
 from ._module import AcceleratorModule, ExtendedAcceleratorModule
@@ -21,5 +23,6 @@ __all__ = [
     "HyperParameterSearch",
     "HyperParameters",
     "Monitor",
+    "RatioCurriculum",
     "Trainer",
 ]

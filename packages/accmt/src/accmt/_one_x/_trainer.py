@@ -42,7 +42,9 @@ class Trainer(accmt_trainer.Trainer):
     ) -> TrainingState:
         """:meth:`accmt_trainer.Trainer.fit`; a list of ``(max_step, dataset)`` or ``(max_step,
         dataset, dataloader_kwargs)`` stages is trained as a curriculum (``-1`` for the last
-        ends it at ``max_steps``), and a plain list of samples as one dataset.
+        ends it at ``max_steps``), and a plain list of samples as one dataset. After a
+        curriculum's finished run, ``state.train_dataloader_idx`` is one past its last stage
+        (the number of stages), as in 1.x; the checkpoint keeps the last stage's index.
 
         ``module`` may also be a transformers model, as in 1.x: its path (``AutoModel``) or
         ``(path, type)``, ``type`` a class or the name of one in transformers' namespace
@@ -54,7 +56,12 @@ class Trainer(accmt_trainer.Trainer):
             train_dataset = listed_curriculum(train_dataset, self.hps.max_steps)
         if isinstance(val_dataset, Mapping):
             check_one_set(trained, [str(key) for key in val_dataset])
-        return super().fit(trained, train_dataset, val_dataset)
+        state = super().fit(trained, train_dataset, val_dataset)
+        if isinstance(train_dataset, accmt_trainer.Curriculum) and state.finished:
+            # 1.x counted each stage when it was done, so a finished run ended one past the
+            # last (its own tests check `== len(curriculum)`); 2.x stays on the last stage.
+            state.train_dataloader_idx = len(train_dataset)
+        return state
 
 
 def _module(module: Any, from_pretrained: dict[str, Any]) -> Any:

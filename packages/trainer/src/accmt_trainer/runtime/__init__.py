@@ -1,6 +1,6 @@
 """Where a run executes: the Accelerator (CPU or not, mixed precision, accumulation,
-compile), the process group a job makes and tears down, FSDP, signals, seeding, the trackers, and
-the memory and CPU use the Monitor logs."""
+compile), the process group a job makes and tears down, FSDP, signals, seeding, the trackers
+(their runs continued across resumes), and the memory and CPU use the Monitor logs."""
 
 from ._accelerator import (
     AcceleratorOptions,
@@ -14,7 +14,8 @@ from ._fsdp import reshard, shards_the_model, warn_if_not_sharded
 from ._process_group import ProcessGroupScope
 from ._seeding import seed_everything
 from ._signals import stop_on_signals
-from ._trackers import LoggingOptions, LogWith, log_artifact, start_trackers
+from ._tracker_runs import TrackerRuns
+from ._trackers import LoggingOptions, LogWith, log_artifact, send, start_trackers
 from ._usage import CpuClock, Usage
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "LogWith",
     "LoggingOptions",
     "ProcessGroupScope",
+    "TrackerRuns",
     "Usage",
     "drop_mixed_precision_forward",
     "log_artifact",
@@ -31,6 +33,7 @@ __all__ = [
     "own_model",
     "reshard",
     "seed_everything",
+    "send",
     "shards_the_model",
     "start_trackers",
     "stop_on_signals",

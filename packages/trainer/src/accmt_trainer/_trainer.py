@@ -338,7 +338,7 @@ class Trainer:
         """Send ``values`` to the trackers (main process), at the current global step."""
         if self.logging_options.log_with and self.latest_fit is not None:
             at = self.state.global_step if step is None else step
-            self.latest_fit.accelerator.log(dict(values), step=at)
+            self.latest_fit.send(values, at)
 
     def log_artifact(self, path: str | os.PathLike[str]) -> None:
         """Log the file or folder ``path`` (main process) to the trackers that store artifacts

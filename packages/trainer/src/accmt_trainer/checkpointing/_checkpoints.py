@@ -7,6 +7,7 @@ Layout under ``<model_path>/checkpoints``::
                                    scaler, RNGs (read back with weights_only=True)
         state.json                 the TrainingState
         callbacks.json             the callbacks' states
+        trackers.json              the tracker runs a resume continues (MLflow, W&B)
         object_<i>.safetensors     each object given to Trainer.register_for_checkpointing
         process_<rank>.safetensors each process's loss accumulators
         manifest.json              written last: versions, world size, every file's size and
@@ -46,7 +47,7 @@ from ._background_writer import BackgroundWriter
 from ._commit import POINTER, complete_checkpoints, guarded, place, settle
 from ._folders import free_sibling, set_aside_folder
 from ._manifest import ELSEWHERE, MANIFEST, SHARDED, check_compatible, verify
-from ._parts import AccelerateSnapshot, Checkpointable, Parts
+from ._parts import AccelerateSnapshot, Checkpointable, Parts, read_tracker_runs
 from ._resize import (
     Start,
     check_position,
@@ -115,6 +116,7 @@ class Checkpoints:
         self.background = background
         self.writer = BackgroundWriter()
         self._buffers: AccelerateSnapshot | None = None
+        self._tracker_runs: dict[str, str] = {}
         kind = accelerator.distributed_type
         if background and kind in SHARDED:
             raise TrainerConfigError(
@@ -146,7 +148,14 @@ class Checkpoints:
             shutil.rmtree(temporary, ignore_errors=True)
             temporary.mkdir()
         accelerator.wait_for_everyone()
-        parts = Parts.of(state, callbacks, process_state, self.objects, copy=self.background)
+        parts = Parts.of(
+            state,
+            callbacks,
+            process_state,
+            self.objects,
+            copy=self.background,
+            tracker_runs=self._tracker_runs,
+        )
         if self.background and snapshot_of is not None:
             snapshot = AccelerateSnapshot.take(accelerator, *snapshot_of, reuse=self._buffers)
             self._buffers = snapshot
@@ -159,6 +168,11 @@ class Checkpoints:
             place(temporary, final, facts)
             self.writer.start(lambda: settle(final, self.max_checkpoints))
         accelerator.wait_for_everyone()
+
+    def keep_tracker_runs(self, runs: Mapping[str, str]) -> None:
+        """The tracker runs (``{tracker name: run id}``) the next checkpoints record, for a
+        resume to continue them."""
+        self._tracker_runs = dict(runs)
 
     def wait(self) -> None:
         """Until the background write in flight (if any) is done; re-raises its error."""
@@ -230,6 +244,7 @@ class Checkpoints:
             state=state,
             process_state=process_state,
             made_on=None if made_on == facts["world_size"] else made_on,
+            tracker_runs=read_tracker_runs(folder),
         )
 
     def load(self, folder: Path, facts: Mapping[str, Any]) -> tuple[TrainingState, Any]:

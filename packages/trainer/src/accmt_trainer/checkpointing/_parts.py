@@ -21,9 +21,9 @@ from accelerate.checkpointing import save_accelerator_state
 from accelerate.utils import RNG_STATE_NAME
 
 from accmt_callbacks import CallbackHandler
-from accmt_state import TrainingState, write_json
+from accmt_state import TrainingState, read_json, write_json
 
-from .._errors import TrainerConfigError
+from .._errors import CheckpointError, TrainerConfigError
 from ._safe_tree import check_tree, save_tree
 
 
@@ -35,15 +35,20 @@ class Checkpointable(Protocol):
     def load_state_dict(self, state: Mapping[str, Any], /) -> Any: ...
 
 
+TRACKER_RUNS = "trackers.json"
+"""The tracker runs (``{tracker name: run id}``) that a resume continues."""
+
+
 @attrs.define
 class Parts:
-    """This package's files of one checkpoint: the state, the callbacks and the registered
-    objects (written by the main process), and each process's own part."""
+    """This package's files of one checkpoint: the state, the callbacks, the registered
+    objects and the tracker runs (written by the main process), and each process's own part."""
 
     state: TrainingState
     callbacks: Mapping[str, Any]
     process: Mapping[str, Any]
     objects: list[Mapping[str, Any]]
+    tracker_runs: Mapping[str, str] = attrs.field(factory=dict)
 
     @classmethod
     def of(
@@ -54,14 +59,18 @@ class Parts:
         objects: Sequence[Checkpointable],
         *,
         copy: bool,
+        tracker_runs: Mapping[str, str],
     ) -> Parts:
+        runs = dict(tracker_runs)
         if not copy:
-            return cls(state, callbacks.state_dict(), process, [o.state_dict() for o in objects])
+            states = [o.state_dict() for o in objects]
+            return cls(state, callbacks.state_dict(), process, states, runs)
         return cls(
             TrainingState.from_dict(state.to_dict()),
             cpu_copy(callbacks.state_dict()),
             cpu_copy(process),
             [cpu_copy(o.state_dict()) for o in objects],
+            runs,
         )
 
     def write(self, folder: Path, accelerator: Accelerator) -> None:
@@ -70,8 +79,23 @@ class Parts:
             # Not fsynced: the manifest's digests catch a file a power cut left short.
             self.state.save(folder / "state.json", durable=False)
             write_json(folder / "callbacks.json", self.callbacks, durable=False)
+            write_json(folder / TRACKER_RUNS, self.tracker_runs, durable=False)
             for index, state in enumerate(self.objects):
                 save_tree(folder / f"object_{index}.safetensors", state)
+
+
+def read_tracker_runs(folder: Path) -> dict[str, str]:
+    """The tracker runs the checkpoint in ``folder`` continues; none in one made before they
+    were kept."""
+    path = folder / TRACKER_RUNS
+    if not path.exists():
+        return {}
+    runs = read_json(path)
+    if not isinstance(runs, dict) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in runs.items()
+    ):
+        raise CheckpointError(f"{path}: expected {{tracker name: run id}}, got {runs!r}")
+    return runs
 
 
 def check_checkpointable(obj: Any) -> None:

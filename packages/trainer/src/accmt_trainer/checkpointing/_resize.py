@@ -46,6 +46,8 @@ class Start:
     process_state: Mapping[str, Any] | None = None
     made_on: int | None = None
     """The checkpoint's number of processes where it differs from this run's, else None."""
+    tracker_runs: Mapping[str, str] = attrs.field(factory=dict)
+    """The checkpoint's tracker runs (``{tracker name: run id}``) that this run continues."""
 
     @property
     def step_offset(self) -> int:

@@ -26,9 +26,11 @@ from ..checkpointing import (
 from ..console import console_lines, logger
 from ..data import check_datasets, check_stream
 from ..runtime import (
+    TrackerRuns,
     drop_mixed_precision_forward,
     make_accelerator,
     own_model,
+    send,
     shards_the_model,
     start_trackers,
     stop_on_signals,
@@ -84,6 +86,8 @@ class Fit:
         """Where the run starts: afresh, or a checkpoint's moment (set as the run is prepared)."""
         self.started = False
         """Whether the run got past its checks and writes into its folders."""
+        self.tracker_runs = TrackerRuns()
+        """The tracker runs this fit writes into (set as its trackers start)."""
         self.reported_names: dict[str, list[str]] | None = None
         """What each validation set reported in the sanity check (set -> sorted names, the loss
         as ``"loss"``), for a callback's ``on_fit_start`` to check the names it will read
@@ -112,6 +116,10 @@ class Fit:
                     return self._train(datasets, runner)
                 finally:
                     self._release()
+
+    def send(self, values: Mapping[str, float], step: int) -> None:
+        """Log ``values`` at ``step`` to the run's trackers (main process), each once."""
+        send(self.accelerator, self.tracker_runs, values, step)
 
     def _release(self) -> None:
         """A finished fit keeps no reference back to its runner (the Trainer, which keeps the
@@ -184,7 +192,14 @@ class Fit:
         self.started = True  # from here on the run writes into its folders
         checkpoints.clear_way(saving.resume, resuming)
         hps, first_step = options.hps.to_dict(), state.global_step + 1 if resuming else 0
-        start_trackers(accelerator, options.logging_options, hps, first_step=first_step)
+        self.tracker_runs = start_trackers(
+            accelerator,
+            options.logging_options,
+            hps,
+            first_step=first_step,
+            continued=start.tracker_runs,
+        )
+        checkpoints.keep_tracker_runs(self.tracker_runs.ids)
         if accelerator.is_main_process:
             if resuming is not None and start.made_on is not None:
                 made_on, now_on = start.made_on, accelerator.num_processes

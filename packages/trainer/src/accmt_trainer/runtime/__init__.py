@@ -1,6 +1,7 @@
 """Where a run executes: the Accelerator (CPU or not, mixed precision, accumulation,
-compile), the process group a job makes and tears down, FSDP, signals, seeding, the trackers, the
-profiler of profile_steps, and the memory and CPU use the Monitor logs."""
+compile), the process group a job makes and tears down, FSDP, signals, seeding, the trackers
+(their runs continued across resumes), the profiler of profile_steps, and the memory and CPU use
+the Monitor logs."""
 
 from ._accelerator import (
     AcceleratorOptions,
@@ -15,7 +16,8 @@ from ._process_group import ProcessGroupScope
 from ._profiling import StepProfiler
 from ._seeding import kept_rng_states, seed_everything
 from ._signals import stop_on_signals
-from ._trackers import LoggingOptions, LogWith, log_artifact, start_trackers
+from ._tracker_runs import TrackerRuns
+from ._trackers import LoggingOptions, LogWith, log_artifact, send, start_trackers
 from ._usage import CpuClock, Usage
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "LoggingOptions",
     "ProcessGroupScope",
     "StepProfiler",
+    "TrackerRuns",
     "Usage",
     "drop_mixed_precision_forward",
     "kept_rng_states",
@@ -34,6 +37,7 @@ __all__ = [
     "own_model",
     "reshard",
     "seed_everything",
+    "send",
     "shards_the_model",
     "start_trackers",
     "stop_on_signals",

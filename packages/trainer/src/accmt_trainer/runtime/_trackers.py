@@ -16,6 +16,14 @@ from accelerate import Accelerator
 from .._errors import ArtifactNotFoundError, TrainerConfigError
 from ..config import Monitor, check_mapping, log_every_value
 from ..console import logger
+from ._tracker_runs import (
+    RESUMABLE,
+    TrackerRuns,
+    held_steps,
+    resume_arguments,
+    resume_refused,
+    run_id_of,
+)
 
 LogWith = str | list[str] | None
 
@@ -124,11 +132,12 @@ def start_trackers(
     hyperparameters: Mapping[str, Any],
     *,
     first_step: int | None = None,
-) -> None:
+    continued: Mapping[str, str] | None = None,
+) -> TrackerRuns:
     """Start the trackers ``options`` names (none when it logs nowhere) with the run's
     configuration: its ``hyperparameters`` and ``additional_tracker_config``;
     ``tracker_init_kwargs`` maps a tracker's name to its own arguments
-    (``{"mlflow": {"run_name": ...}}``).
+    (``{"mlflow": {"run_name": ...}}``). Returns the runs they write into (main process).
 
     TensorBoard keeps one run across a fit's starts, in ``logging_dir/<name>``: each start adds
     an events file there, and the hyperparameters go into that run's own events, not into a
@@ -136,19 +145,57 @@ def start_trackers(
     tab shows the first start's) and, from a fit, as the text ``hparams`` at ``first_step``
     (each start's). ``first_step``, the first step a fit logs, hides what an earlier start
     logged from there on (a run killed after its last checkpoint logged steps that its resume
-    logs again)."""
-    if not options.log_with:
-        return
+    logs again).
+
+    MLflow and W&B continue the runs ``continued`` names (``{tracker: run id}``, from the
+    checkpoint a fit resumes), whose hyperparameters were logged when they started: see
+    ``_tracker_runs``."""
+    if not options.log_with or not accelerator.is_main_process:
+        return TrackerRuns(ids=dict(continued or {}))
     arguments = {tracker: dict(values) for tracker, values in options.tracker_init_kwargs.items()}
     if first_step is not None:
         arguments["tensorboard"] = {"purge_step": first_step, **arguments.get("tensorboard", {})}
-    accelerator.init_trackers(options.track_name, config=None, init_kwargs=arguments)
+    going_on = {
+        tracker: run_id
+        for tracker, run_id in (continued or {}).items()
+        if tracker in options.log_with and tracker in RESUMABLE
+    }
+    checkpoint_step = max((first_step or 0) - 1, 0)
+    for tracker, run_id in going_on.items():
+        given = arguments.get(tracker, {})
+        arguments[tracker] = resume_arguments(tracker, run_id, checkpoint_step, given)
+    try:
+        accelerator.init_trackers(options.track_name, config=None, init_kwargs=arguments)
+    except Exception as error:
+        if going_on:
+            raise resume_refused(going_on, error) from error
+        raise
     flat = flatten({**hyperparameters, **options.additional_tracker_config})
+    ids, held = dict(continued or {}), {}
     for tracker in accelerator.trackers:
         if tracker.name == "tensorboard":
             _tensorboard_hparams(tracker.tracker, flat, first_step)
-        else:
+        elif tracker.name not in going_on:
             tracker.store_init_configuration(flat)
+        started = run_id_of(tracker)
+        if started is not None:
+            ids[tracker.name] = started
+        if tracker.name in going_on:
+            held[tracker.name] = held_steps(tracker)
+    return TrackerRuns(ids=ids, held=held)
+
+
+def send(
+    accelerator: Accelerator, runs: TrackerRuns, values: Mapping[str, Any], step: int | None
+) -> None:
+    """Log ``values`` at ``step`` to each started tracker (main process), but what its run
+    already holds (``TrackerRuns.unsent``)."""
+    if not accelerator.is_main_process:
+        return
+    for tracker in accelerator.trackers:
+        unsent = runs.unsent(tracker.name, values, step)
+        if unsent:
+            tracker.log(unsent, step=step)
 
 
 def _tensorboard_hparams(writer: Any, hparams: Mapping[str, Any], step: int | None) -> None:

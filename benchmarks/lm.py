@@ -1,10 +1,10 @@
 """ms per step of a small GPT-2 under plain PyTorch, plain Accelerate, accmt, HF Trainer and
 Lightning: the same model, data, order, batch and optimizer in each.
 
-    ./hatchw run python benchmarks/lm.py              # about 10 minutes on 2 idle cores
+    ./hatchw run python benchmarks/lm.py              # about 7 minutes on 2 idle cores
     ./hatchw run python benchmarks/lm.py --quick      # a smoke run: its figures mean nothing
     ./hatchw run python benchmarks/lm.py --device cuda --threads 8   # on a GPU (see below)
-    ./hatchw run python benchmarks/lm.py --widths 128 512 --rounds 5  # more, for longer
+    ./hatchw run python benchmarks/lm.py --wide-configs base tokens accum compile --rounds 9
 
 The model is transformers' ``GPT2LMHeadModel``, randomly initialised (seed 0): 2 layers, 128 wide
 (and, by default for the base configuration only, 512 wide: 4x), heads 32 wide, a vocabulary
@@ -50,9 +50,16 @@ credited); ``--device cuda`` is written for a GPU but was not run on one yet.
 
 Goal: accmt at most 1.02x plain PyTorch in every configuration, and no slower than HF Trainer
 or Lightning. Below each configuration the script prints the spread of plain PyTorch's own
-rounds: where that noise is wider than 2%, the goal sits below what one run can measure.
+rounds: where that noise is wider than 2%, the goal sits below what one run can measure. On
+the 2-core machine it was 4-24%, and much of it is the memory allocator's, not the loops': with
+glibc's defaults, each process keeps or hands back the large blocks of logits and gradients as
+its own history of allocations went, and a step that faults pages back in is slower. Two loops
+in one process (4 micro-batches, 128 wide): 472 and 471 ms a step, 250,000-590,000 page faults
+a round; with ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` at 1 GiB, 420 and 421 ms
+and almost none. The Trainer's own cost, measured where the model is too small to hide it (32
+wide, in one process), was 0.0-0.3 ms a step.
 
-Not in run_all.py: it takes about 10 minutes; run it alone.
+Not in run_all.py: it takes about 7 minutes; run it alone.
 """
 
 from __future__ import annotations
@@ -648,7 +655,7 @@ def arguments() -> argparse.Namespace:
     )
     parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--vocab", type=int, default=8192)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps of each round")
     parser.add_argument("--steps", type=int, default=12, help="timed steps of each round")
     parser.add_argument("--threads", type=int, default=2, help="torch threads of each process")

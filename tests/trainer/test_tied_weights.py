@@ -16,21 +16,9 @@ from torch.utils.data import TensorDataset
 
 from accmt_trainer import AcceleratorModule, HyperParameters, Trainer, load_weights
 
+from .test_predict import TiedHead  # an LM's shape: the output layer is the embedding's weight
+
 NOTICE = "Removed shared tensor"
-
-
-class TiedHead(torch.nn.Module):
-    """An LM's shape: the output layer is the embedding's weight."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.embedding = torch.nn.Embedding(8, 4)
-        self.head = torch.nn.Linear(4, 8, bias=False)
-        self.head.weight = self.embedding.weight
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        logits: torch.Tensor = self.head(self.embedding(tokens))
-        return logits
 
 
 class NextToken(AcceleratorModule):

@@ -90,8 +90,12 @@ def test_bad_launcher_variable(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_barrier_without_a_process_group(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.delenv("MASTER_PORT", raising=False)
     with pytest.raises(RuntimeError, match="needs a process group") as caught:
         wait_for_everyone()
+    # The launcher's rendezvous is incomplete: the error names what is missing.
+    assert "environment has no MASTER_PORT to make one" in str(caught.value)
     assert type(caught.value) is NoProcessGroupError
     assert isinstance(caught.value, DecoratorError)
 

@@ -82,3 +82,5 @@ def test_plain_environment_without_group(tmp_path: Path, nproc: int) -> None:
         assert record["ran"] == expected_ran(rank, nproc, with_group=False)
         assert "NoProcessGroupError" in record["barrier_error"]
         assert "needs a process group" in record["barrier_error"]
+        # No rendezvous to make a group from, and the error names it.
+        assert "has no MASTER_ADDR, MASTER_PORT to make one" in record["barrier_error"]

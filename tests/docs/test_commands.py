@@ -38,7 +38,9 @@ a free port (``PET_MASTER_PORT``) so that it cannot meet another test's job on i
   hence also its example block, whose ``./hatchw run python examples/search_digits.py`` (20
   trials, about 17 s of CPU) is the one-process twin of the two-process search that is marked.
 - ``./hatchw run python examples/train_lm.py`` (docs/guides/collators-language-modeling.md, in
-  the text): a minute or two of CPU; tests/docs/test_example_lm.py runs it with ``--epochs 1``.
+  the text) and docs/guides/language-model.md's commands: a minute or two of CPU each, and
+  ``pip install``; tests/docs/test_example_lm.py runs the script on one process in a terminal
+  and tests/distributed/test_lm_guide.py on two through ``accmt launch``, on 16 help pages.
 """
 
 from __future__ import annotations

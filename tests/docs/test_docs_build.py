@@ -3,6 +3,7 @@ reference shows the packages' public names."""
 
 from __future__ import annotations
 
+import html
 import importlib
 import subprocess
 import sys
@@ -75,11 +76,24 @@ def test_meta_package_page_links_every_exported_name(site: Path) -> None:
     [
         "",
         "migration",
-        *(f"guides/{name}" for name in [*PACKAGES, "accmt"]),
+        *(f"guides/{name}" for name in [*PACKAGES, "accmt", "language-model"]),
     ],
 )
 def test_every_page_is_built(site: Path, path: str) -> None:
     assert "<h1" in page(site, path)
+
+
+def test_the_language_model_guide_shows_the_example_whole(site: Path) -> None:
+    shown = page(site, "guides/language-model")
+    script = (ROOT / "examples" / "train_lm.py").read_text(encoding="utf-8")
+    # Every line of the script, from the file itself (not a copy that could drift from it).
+    missing = [
+        line
+        for line in script.splitlines()
+        if line.strip() and html.escape(line, quote=False) not in shown
+    ]
+    assert missing == []
+    assert "--8&lt;--" not in shown
 
 
 def test_docstrings_render_without_sphinx_roles(site: Path) -> None:

@@ -66,7 +66,8 @@ def segments(output: str) -> list[str]:
 
 def test_the_lm_example_shows_accmts_progress_and_keeps_its_tokenizer(tmp_path: Path) -> None:
     output = tmp_path / "lm"
-    command = [sys.executable, str(EXAMPLE), "--epochs", "1", "--output", str(output)]
+    command = [sys.executable, str(EXAMPLE), "--texts", "16", "--epochs", "1", "--output",
+               str(output)]  # fmt: skip
     status, first = in_terminal(*command)
     assert status == 0, first[-4000:]
     shown = segments(first)
@@ -76,8 +77,12 @@ def test_the_lm_example_shows_accmts_progress_and_keeps_its_tokenizer(tmp_path: 
     # the bar ...
     evaluated = [line for line in shown if line.startswith("epoch 1/1 step ")]
     assert any("validation" in line and "perplexity=" in line for line in evaluated), shown
-    # ... and no other progress display.
+    # ... and no other progress display, nor a library's notice at each save about the
+    # model's tied LM head.
     assert not [name for name in TOKENIZERS_PROGRESS if name in first], first[-4000:]
+    assert "Removed shared tensor" not in first, first[-4000:]
+    # The best model's test perplexity, and text generated from it.
+    assert [line for line in shown if line.startswith("generated: 'A class")], shown
     tokenizer = output / "tokenizer.json"
     assert tokenizer.is_file()
     made = tokenizer.stat()
@@ -86,8 +91,10 @@ def test_the_lm_example_shows_accmts_progress_and_keeps_its_tokenizer(tmp_path: 
     assert status == 0, second[-4000:]
     assert "already finished (epoch 1, " in second, second
     assert "it/s" not in second, second  # nothing trained, so no bar
-    final = [line for line in segments(second) if line.startswith("final validation perplexity")]
-    assert final == [line for line in segments(first) if line.startswith("final validation")]
+    ends = ("final validation perplexity", "test perplexity of the best model", "generated:")
+    final = [line for line in segments(second) if line.startswith(ends)]
+    assert len(final) == 3, second
+    assert final == [line for line in segments(first) if line.startswith(ends)]
     # The same file, neither trained again nor rewritten.
     again = tokenizer.stat()
     assert (again.st_ino, again.st_mtime_ns) == (made.st_ino, made.st_mtime_ns)

@@ -184,6 +184,10 @@ class TiedHead(torch.nn.Module):
         self.head = torch.nn.Linear(4, 10, bias=False)
         self.head.weight = self.embedding.weight
 
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        logits: torch.Tensor = self.head(self.embedding(tokens))
+        return logits
+
 
 def test_tied_weights_saved_once_load_into_both_names(tmp_path: Path) -> None:
     saved = TiedHead()

@@ -9,7 +9,7 @@ from ._typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-from ._errors import NoProcessGroupError
+from ._joining import join_launchers_group
 from ._process import ProcessInfo, current_process
 
 
@@ -18,13 +18,16 @@ def wait_for_everyone() -> None:
 
     Uses Accelerate's barrier when an Accelerate state is initialised, else
     ``torch.distributed.barrier()``. On a single process it returns at once. On several
-    processes known only from the launcher's environment there is nothing to wait with, so it
+    processes known only from the launcher's environment (torchrun, ``accelerate launch``,
+    ``accmt launch``, before any Accelerator exists) it first makes the job's
+    ``torch.distributed`` group from that environment, the group an Accelerator made later
+    adopts; where the environment has no rendezvous (``MASTER_ADDR``, ``MASTER_PORT``) it
     raises :class:`NoProcessGroupError` rather than let processes run past each other.
     """
     process = current_process()
     if process.num_processes == 1:
         return
-    _require_group(process, "wait_for_everyone()")
+    process = _with_group(process, "wait_for_everyone()")
     state_module = sys.modules.get("accelerate.state")
     if process.source == "accelerate" and state_module is not None:
         state_module.PartialState().wait_for_everyone()
@@ -36,17 +39,13 @@ def gather_objects(value: Any, process: ProcessInfo) -> list[Any]:
     """Every process's ``value``, in process order, on every process."""
     if process.num_processes == 1:
         return [value]
-    _require_group(process, "broadcast=True")
+    _with_group(process, "broadcast=True")
     dist = sys.modules["torch.distributed"]
     gathered: list[Any] = [None] * process.num_processes
     dist.all_gather_object(gathered, value)
     return gathered
 
 
-def _require_group(process: ProcessInfo, what: str) -> None:
-    if not process.has_process_group:
-        raise NoProcessGroupError(
-            f"{what} needs a process group to synchronise {process.num_processes} processes, "
-            f"but only the launcher's environment variables were found. Create an Accelerator "
-            "(or call torch.distributed.init_process_group) before calling it."
-        )
+def _with_group(process: ProcessInfo, what: str) -> ProcessInfo:
+    """``process``, in a process group: the existing one, else the launcher's, made now."""
+    return process if process.has_process_group else join_launchers_group(process, what)

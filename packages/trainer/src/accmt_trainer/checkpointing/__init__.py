@@ -26,6 +26,7 @@ from ._resize import (
 )
 from ._saving_rules import TRAIN_LOSS, VALID_LOSS, SavingRule, parse_rule
 from ._schedule import CheckpointSchedule, Unit, parse_checkpoint_every
+from ._tied_weights import tied_weights_unannounced
 from ._untouched import untouched_unless
 from ._weights import load_weights
 
@@ -65,6 +66,7 @@ __all__ = [
     "run_facts",
     "schedule_lengths",
     "seen_here",
+    "tied_weights_unannounced",
     "untouched_unless",
     "verify",
 ]

@@ -60,6 +60,7 @@ from ._resize import (
 )
 from ._safe_tree import load_tree
 from ._schedule import CheckpointSchedule, parse_checkpoint_every
+from ._tied_weights import tied_weights_unannounced
 
 _DONE = ".done-"
 
@@ -161,7 +162,8 @@ class Checkpoints:
             self._buffers = snapshot
             self.writer.start(lambda: self._write_later(temporary, final, facts, parts, snapshot))
             return
-        guarded(temporary, lambda: accelerator.save_state(str(temporary / "accelerate")))
+        with tied_weights_unannounced():
+            guarded(temporary, lambda: accelerator.save_state(str(temporary / "accelerate")))
         guarded(temporary, lambda: parts.write(temporary, accelerator))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
@@ -190,7 +192,8 @@ class Checkpoints:
         once every process has marked its part done. No collective runs here: they belong
         to the training thread."""
         accelerator = self.accelerator
-        guarded(temporary, lambda: snapshot.write(temporary / "accelerate", accelerator))
+        with tied_weights_unannounced():  # the writer thread's own context
+            guarded(temporary, lambda: snapshot.write(temporary / "accelerate", accelerator))
         guarded(temporary, lambda: parts.write(temporary, accelerator))
         (temporary / f"{_DONE}{accelerator.process_index}").touch()
         if not accelerator.is_main_process:

@@ -19,7 +19,13 @@ from accelerate import Accelerator
 from accmt_state import write_json
 
 from .._errors import TrainerConfigError
-from ..checkpointing import SavingRule, parse_rule, recover_folder, replace_folder
+from ..checkpointing import (
+    SavingRule,
+    parse_rule,
+    recover_folder,
+    replace_folder,
+    tied_weights_unannounced,
+)
 from ..config import check_patience, check_shard_size
 from ..runtime import own_model, shards_the_model
 from ._nonfinite import NonFiniteGuard
@@ -120,12 +126,13 @@ class BestModels:
             shutil.rmtree(staging, ignore_errors=True)
             staging.mkdir(parents=True)
         accelerator.wait_for_everyone()
-        accelerator.save_model(
-            _saved(self.model, accelerator),
-            str(staging),
-            max_shard_size=self.max_shard_size,
-            safe_serialization=True,
-        )
+        with tied_weights_unannounced():
+            accelerator.save_model(
+                _saved(self.model, accelerator),
+                str(staging),
+                max_shard_size=self.max_shard_size,
+                safe_serialization=True,
+            )
         # Every process must be done with the staging folder before it is renamed.
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:

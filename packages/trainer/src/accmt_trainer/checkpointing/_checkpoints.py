@@ -117,7 +117,8 @@ class Checkpoints:
         self.background = background
         self.writer = BackgroundWriter()
         self._buffers: AccelerateSnapshot | None = None
-        self._tracker_runs: dict[str, str] = {}
+        self.tracker_runs: dict[str, str] = {}
+        """The tracker runs (name -> run id) the next checkpoints record, for a resume."""
         kind = accelerator.distributed_type
         if background and kind in SHARDED:
             raise TrainerConfigError(
@@ -149,14 +150,8 @@ class Checkpoints:
             shutil.rmtree(temporary, ignore_errors=True)
             temporary.mkdir()
         accelerator.wait_for_everyone()
-        parts = Parts.of(
-            state,
-            callbacks,
-            process_state,
-            self.objects,
-            copy=self.background,
-            tracker_runs=self._tracker_runs,
-        )
+        runs, copy = self.tracker_runs, self.background
+        parts = Parts.of(state, callbacks, process_state, self.objects, runs, copy=copy)
         if self.background and snapshot_of is not None:
             snapshot = AccelerateSnapshot.take(accelerator, *snapshot_of, reuse=self._buffers)
             self._buffers = snapshot
@@ -170,11 +165,6 @@ class Checkpoints:
             place(temporary, final, facts)
             self.writer.start(lambda: settle(final, self.max_checkpoints))
         accelerator.wait_for_everyone()
-
-    def keep_tracker_runs(self, runs: Mapping[str, str]) -> None:
-        """The tracker runs (``{tracker name: run id}``) the next checkpoints record, for a
-        resume to continue them."""
-        self._tracker_runs = dict(runs)
 
     def wait(self) -> None:
         """Until the background write in flight (if any) is done; re-raises its error."""

@@ -57,9 +57,9 @@ class Parts:
         callbacks: CallbackHandler,
         process: Mapping[str, Any],
         objects: Sequence[Checkpointable],
+        tracker_runs: Mapping[str, str],
         *,
         copy: bool,
-        tracker_runs: Mapping[str, str],
     ) -> Parts:
         runs = dict(tracker_runs)
         if not copy:

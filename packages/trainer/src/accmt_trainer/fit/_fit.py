@@ -199,7 +199,7 @@ class Fit:
             first_step=first_step,
             continued=start.tracker_runs,
         )
-        checkpoints.keep_tracker_runs(self.tracker_runs.ids)
+        checkpoints.tracker_runs = dict(self.tracker_runs.ids)
         if accelerator.is_main_process:
             if resuming is not None and start.made_on is not None:
                 made_on, now_on = start.made_on, accelerator.num_processes

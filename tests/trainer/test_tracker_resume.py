@@ -14,16 +14,18 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mlflow
 import pytest
 
 from accmt_callbacks import Callback
 from accmt_trainer import TrainerConfigError
 
-from ._wandb_files import OfflineRun, synced_history
+if TYPE_CHECKING:
+    import mlflow
 
+# mlflow and wandb are imported in the tests: the minimums run, without them, leaves this
+# module's tests out by their marker, after importing it.
 pytestmark = pytest.mark.trackers
 
 WORKER = Path(__file__).parent / "workers" / "tracked_run.py"
@@ -58,6 +60,8 @@ def one_run(client: mlflow.MlflowClient, experiment: str) -> Any:
 def test_a_killed_and_resumed_mlflow_run_is_one_run_with_every_step_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import mlflow
+
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     killed_and_resumed(tmp_path / "run", "mlflow", {"MLFLOW_TRACKING_URI": store})
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
@@ -82,6 +86,8 @@ def test_a_killed_and_resumed_mlflow_run_is_one_run_with_every_step_once(
 def test_a_killed_and_resumed_wandb_run_is_one_run_rewound_to_its_checkpoint(
     tmp_path: Path,
 ) -> None:
+    from ._wandb_files import OfflineRun, synced_history
+
     env = {
         "WANDB_MODE": "offline",
         "WANDB_DIR": str(tmp_path),
@@ -120,6 +126,8 @@ class StepCount(Callback):
 def test_a_resume_whose_mlflow_run_is_not_in_the_store_is_refused_before_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import mlflow
+
     store = f"sqlite:///{tmp_path / 'first.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
     fit(tmp_path / "run", "mlflow", launch=1, callbacks=[], epochs=1)

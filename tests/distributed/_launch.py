@@ -72,16 +72,28 @@ def _run(command: list[str], env: dict[str, str], timeout: float) -> None:
 
 
 def torchrun(
-    worker: str, nproc: int, *args: str, timeout: float = 300, env: dict[str, str] | None = None
+    worker: str,
+    nproc: int,
+    *args: str,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+    c10d: bool = False,
 ) -> None:
-    """Run workers/<worker> on ``nproc`` CPU processes through torchrun."""
+    """Run workers/<worker> on ``nproc`` CPU processes through torchrun: its static rendezvous,
+    or with ``c10d`` its c10d one (what ``--max-restarts`` and several machines use)."""
+    port = free_port()
+    rendezvous = (
+        ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}"]
+        if c10d
+        else [f"--master_port={port}"]
+    )
     command = [
         sys.executable,
         "-m",
         "torch.distributed.run",
         f"--nproc_per_node={nproc}",
         "--nnodes=1",
-        f"--master_port={free_port()}",
+        *rendezvous,
         str(WORKERS / worker),
         *args,
     ]

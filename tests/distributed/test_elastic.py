@@ -1,7 +1,7 @@
 """``accmt launch`` beyond one attempt and one machine, with real processes:
 
-- restarts: rank 1 SIGKILLed at five random steps, one after the other (each restart is killed
-  again, later), finishes bit-identical to the same run never killed;
+- restarts: ``--max-restarts 5`` with rank 1 SIGKILLed at five random steps, one after the other
+  (each restart is killed again, later), finishes bit-identical to the same run never killed;
 - two machines on one host: two ``accmt launch`` commands (machine ranks 0 and 1, one process
   each) train together, to the same weights as one 2-process launch.
 
@@ -66,10 +66,7 @@ def killed_five_times(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, l
     # A port from this xdist worker's block: the launcher's own pick is an ephemeral port, which
     # another test's gloo sockets may take between its check and the rendezvous' bind.
     port = ["--main-port", str(free_port())]
-    # Two restarts to spare: under a loaded CI, gloo's connection of a restarted group can fail
-    # in torch's rendezvous (seen once: the store connection closed while rank 1 waited for rank
-    # 0's address), and the launcher restarts it as it would after a kill.
-    restarts = ["--cpu", "-N", "2", "--max-restarts", "7", *port]
+    restarts = ["--cpu", "-N", "2", "--max-restarts", "5", *port]
     launch = accmt("launch", *restarts, WORKER, str(folder), "--reference", *kills)
     finished(launch)
     return folder, steps
@@ -83,9 +80,8 @@ def test_five_kills_in_a_row_resume_to_the_uninterrupted_run(
     for rank in (0, 1):
         assert same(final[rank], reference[rank]), f"rank {rank}, killed after steps {steps}"
         assert final[rank]["state"]["global_step"] == STEPS
-        # Five attempts killed, one at each step drawn, and a later one finished.
-        assert int((folder / f"attempts_rank{rank}.txt").read_text()) >= 6, steps
-    assert [int(step) for step in (folder / "kills.txt").read_text().split()] == steps
+        # Five attempts killed, the sixth finished.
+        assert (folder / f"attempts_rank{rank}.txt").read_text() == "6", steps
     assert same(final[0], final[1])
 
 

@@ -3,11 +3,10 @@ tests/distributed/test_elastic.py under ``accmt launch --max-restarts``.
 
     elastic_worker.py OUT [--kill-at STEP ...] [--reference]
 
-Trains 2 epochs of 12 optimizer steps, checkpointing every 2 steps into OUT/run. Rank 1
-SIGKILLs itself right after the first ``STEP`` it has not killed at yet, noting each kill in
-OUT/kills.txt first: an attempt that fails for another reason (a loaded machine's rendezvous)
-is restarted like any other and does not use up a kill. The restarted group resumes by itself
-from the newest checkpoint. A run that completes writes each process's final weights and state to
+Trains 2 epochs of 12 optimizer steps, checkpointing every 2 steps into OUT/run. On the launch's
+attempt ``i`` (torchelastic's TORCHELASTIC_RESTART_COUNT), rank 1 SIGKILLs itself right after
+optimizer step ``STEP[i]``, when there is one. The restarted group resumes by itself from the
+newest checkpoint. A run that completes writes each process's final weights and state to
 OUT/final_rank<R>.pt and the number of starts it took to OUT/attempts_rank<R>.txt.
 ``--reference`` first trains the same run, never killed, into OUT/reference (on a restart it
 finds it finished), writing OUT/reference_rank<R>.pt: one launch gives both.
@@ -49,21 +48,16 @@ class Classifier(AcceleratorModule):
 class KillAt(Callback):
     """Rank 1 dies right after optimizer step ``step``."""
 
-    def __init__(self, step: int | None, kills: Path) -> None:
+    def __init__(self, step: int | None) -> None:
         self.step = step
-        self.kills = kills
 
     def on_after_training_step(self) -> None:
         accelerator = self.trainer.accelerator
         if self.state.global_step == self.step and accelerator.process_index == 1:
-            with self.kills.open("a") as kills:
-                kills.write(f"{self.step}\n")
-                kills.flush()
-                os.fsync(kills.fileno())
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def train(folder: Path, result: Path, kill: int | None = None) -> int:
+def train(folder: Path, result: Path, kill: int | None) -> int:
     """Train (or resume) the run in ``folder``; write its weights and state to ``result``,
     with this process's rank in the name. Returns the rank."""
     hps = HyperParameters.from_dict(
@@ -76,7 +70,7 @@ def train(folder: Path, result: Path, kill: int | None = None) -> int:
         seed=3,
         log_with=None,
         progress_bar=False,
-        callbacks=[KillAt(kill, folder.parent / "kills.txt")],
+        callbacks=[KillAt(kill)],
     )
     state = trainer.fit(Classifier(), data(192, seed=1))
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -95,10 +89,8 @@ def main() -> None:
     args = parser.parse_args()
     attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     if args.reference:
-        train(args.out / "reference", args.out / "reference")
-    kills = args.out / "kills.txt"
-    done = len(kills.read_text().split()) if kills.exists() else 0
-    kill = args.kill_at[done] if done < len(args.kill_at) else None
+        train(args.out / "reference", args.out / "reference", kill=None)
+    kill = args.kill_at[attempt] if attempt < len(args.kill_at) else None
     rank = train(args.out / "run", args.out / "final", kill)
     (args.out / f"attempts_rank{rank}.txt").write_text(str(attempt + 1))
 

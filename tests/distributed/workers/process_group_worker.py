@@ -4,6 +4,8 @@ tests/distributed/test_process_group.py.
     process_group_worker.py OUT twice   fit 1 epoch, fit again to 2 epochs in the same folder,
                                         then gather each process's rank
     process_group_worker.py OUT mine    make the group first, fit, then use the group
+    process_group_worker.py OUT many    fit 16 runs one after the other, each making and
+                                        destroying the job's group
 
 Each process writes what it saw to OUT/rank<R>.json.
 """
@@ -82,9 +84,14 @@ def mine(out: Path) -> dict[str, Any]:
     return {"fit": ran, "rank": rank, "gathered": gathered, "same_group": same}
 
 
+def many(out: Path) -> dict[str, Any]:
+    runs = [fit(out / f"run{index}", epochs=1) for index in range(16)]
+    return {"runs": runs, "rank": runs[0]["rank"]}
+
+
 def main() -> None:
     out, mode = Path(sys.argv[1]), sys.argv[2]
-    record = twice(out) if mode == "twice" else mine(out)
+    record = {"twice": twice, "mine": mine, "many": many}[mode](out)
     (out / f"rank{record['rank']}.json").write_text(json.dumps(record))
 
 

@@ -11,6 +11,9 @@ state, so that the next ``Accelerator`` (or ``PartialState``) in this process ma
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 from types import TracebackType
 
 import torch.distributed
@@ -65,8 +68,12 @@ class ProcessGroupScope:
     def _tear_down(self, ended_well: bool) -> None:
         if ended_well:
             # Every process ends the block together; after an error, the others may never come.
-            torch.distributed.barrier()
-        _destroy_default_group()
+            with _StoreClosing() as closing:
+                torch.distributed.barrier()
+                _destroy_default_group()
+                closing.wait()
+        else:
+            _destroy_default_group()
         forget_sharding_specs()
         for accelerator in self.owned:
             # AcceleratorState shares one dict between its instances (Accelerate's singleton):
@@ -89,3 +96,36 @@ def _destroy_default_group() -> None:
     count = world.group_count
     torch.distributed.destroy_process_group()
     world.group_count = count
+
+
+class _StoreClosing:
+    """Waits, in a process other than rank 0, until rank 0's store server has closed.
+
+    Unless torchelastic's agent holds it, the job's TCP store is served by rank 0 and closes
+    with its group. The next group of this job (a second fit, a search's next trial) meets at
+    the same address: a process that went on at once would connect to the old server while it
+    closed, and lose the connection in its next ``init_process_group`` ("Failed to recv, got 0
+    bytes"). A connection of our own, opened before the barrier and so to the old server, ends
+    when that server closes; it never sends, so the server has nothing to answer. (A wait on
+    the store itself would end the same way, with a stack trace printed by torch.)
+    """
+
+    _LONGEST = 10.0  # seconds; rank 0 destroys its group right after the barrier
+
+    def __enter__(self) -> _StoreClosing:
+        self.connection: socket.socket | None = None
+        address, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+        agent_holds_it = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == str(True)
+        if address and port and not agent_holds_it and torch.distributed.get_rank() != 0:
+            with contextlib.suppress(OSError):
+                self.connection = socket.create_connection((address, int(port)), self._LONGEST)
+        return self
+
+    def wait(self) -> None:
+        if self.connection is not None:
+            with contextlib.suppress(OSError):  # a timeout included: then go on as before
+                self.connection.recv(1)  # b"" once the server has closed the connection
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.connection is not None:
+            self.connection.close()

@@ -156,6 +156,7 @@ def main() -> None:
     parser.add_argument("--texts", type=int, help="train on the first TEXTS help pages only")
     parser.add_argument("--prompt", default="A class")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (mixed precision)")
     parser.add_argument(
         "--fresh",
         action="store_true",
@@ -197,6 +198,7 @@ def main() -> None:
         ),
         metrics=[Perplexity(causal=True)],
         compile=args.compile,
+        mixed_precision="bf16" if args.bf16 else None,
         checkpoint_every="epoch",
         max_checkpoints=1,
         log_with=None,

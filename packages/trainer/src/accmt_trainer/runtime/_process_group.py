@@ -7,6 +7,8 @@ whoever made it: after it, a gather fails and a second ``fit`` in the same job c
 Accelerators it owns, and destroys the group only if the group appeared inside the block (with
 what torch keeps of it: :func:`forget_sharding_specs`); then it resets Accelerate's per-process
 state, so that the next ``Accelerator`` (or ``PartialState``) in this process makes a new group.
+Off rank 0, the teardown returns once rank 0's store server has closed (:class:`_StoreClosing`),
+so that the next group cannot meet at the closing one.
 """
 
 from __future__ import annotations

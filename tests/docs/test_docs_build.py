@@ -71,6 +71,20 @@ def test_meta_package_page_links_every_exported_name(site: Path) -> None:
     assert 'href="../trainer/#accmt_trainer.Trainer"' in html
 
 
+def test_the_trainer_s_integration_module_is_documented(site: Path) -> None:
+    """``accmt_trainer.integration``'s own names are documented there; the user-facing ones it
+    re-exports, with ``accmt_trainer``."""
+    from accmt_trainer import integration
+
+    html = page(site, "api/trainer")
+    documented = [
+        name
+        for name in integration.__all__
+        if f'id="accmt_trainer.integration.{name}"' in html or f'id="accmt_trainer.{name}"' in html
+    ]
+    assert documented == integration.__all__
+
+
 @pytest.mark.parametrize(
     "path",
     [

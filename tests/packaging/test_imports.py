@@ -29,22 +29,25 @@ def layers() -> list[str]:
     return [line.split()[0] for line in block.splitlines()[1:] if line.strip()]
 
 
-def layer_of(module: str) -> str:
-    """``accmt_trainer.fit._loop`` -> ``fit/``; ``accmt_trainer._module`` -> ``_module.py``;
-    the package's ``__init__`` -> ``__init__.py``."""
+def layer_of(module: str, root: Path = TRAINER) -> str:
+    """``accmt_trainer.fit._loop`` -> ``fit/``; ``accmt_trainer._module`` -> ``_module.py``
+    (a module at the root of the package folder ``root``: ``integration.py`` too); the
+    package's ``__init__`` -> ``__init__.py``."""
     parts = module.split(".")[1:]
     if not parts:
         return "__init__.py"
-    return f"{parts[0]}.py" if len(parts) == 1 and parts[0].startswith("_") else f"{parts[0]}/"
+    return f"{parts[0]}.py" if (root / f"{parts[0]}.py").is_file() else f"{parts[0]}/"
 
 
-def against_the_layers(graph: dict[str, set[str]], order: list[str]) -> list[str]:
+def against_the_layers(
+    graph: dict[str, set[str]], order: list[str], root: Path = TRAINER
+) -> list[str]:
     rank = {layer: position for position, layer in enumerate(order)}
     return sorted(
         f"{module} -> {target}"
         for module, targets in graph.items()
         for target in targets
-        if rank[layer_of(target)] > rank[layer_of(module)]
+        if rank[layer_of(target, root)] > rank[layer_of(module, root)]
     )
 
 
@@ -136,8 +139,9 @@ def test_an_arrow_up_the_layers_is_found(tmp_path: Path) -> None:
             "data/_plan.py": "from ..fit._loop import run\n",
             "fit/__init__.py": "from ._loop import run\n",
             "fit/_loop.py": "from ..data import plan\n",
+            "integration.py": "from . import Trainer\nfrom .fit import run\n",
         },
     )
-    order = ["data/", "fit/", "_trainer.py", "__init__.py"]
-    found = against_the_layers(import_graph(package), order)
+    order = ["data/", "fit/", "_trainer.py", "__init__.py", "integration.py"]
+    found = against_the_layers(import_graph(package), order, package)
     assert found == ["accmt_trainer.data._plan -> accmt_trainer.fit._loop"]

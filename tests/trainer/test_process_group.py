@@ -11,7 +11,7 @@ import pytest
 import torch.distributed
 from accelerate import Accelerator
 
-from accmt_trainer import ProcessGroupScope
+from accmt_trainer.integration import ProcessGroupScope
 
 
 def make_group(folder: Path) -> None:

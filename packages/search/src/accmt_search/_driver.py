@@ -21,7 +21,7 @@ import optuna
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
-from accmt_trainer import HyperParameters, HyperParametersError
+from accmt_trainer.integration import HyperParameters, HyperParametersError
 
 from ._console import trial_line, without_optuna_trial_lines
 from ._errors import SearchConfigError, StudyError, TrialEnded

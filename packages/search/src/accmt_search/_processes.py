@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 from accelerate import PartialState
 from accelerate.utils import broadcast_object_list, gather_object
 
-from accmt_trainer import use_cpu
+from accmt_trainer.integration import use_cpu
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from accmt_trainer import HyperParameters, HyperParametersError
+from accmt_trainer.integration import HyperParameters, HyperParametersError
 
 from ._errors import SearchSpaceError
 from ._space import Assignment

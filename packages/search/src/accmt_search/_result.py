@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from accmt_trainer import HyperParameters
+from accmt_trainer.integration import HyperParameters
 
 
 @attrs.frozen

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from torch.utils.data import Dataset
 
-from accmt_trainer import (
+from accmt_trainer.integration import (
     HyperParameters,
     ProcessGroupScope,
     Trainer,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
 
     from accmt_metrics import Metric
-    from accmt_trainer import AcceleratorModule
+    from accmt_trainer.integration import AcceleratorModule
 
 # Trainer options the search sets itself for each trial.
 _OWNED = ("hps_config", "model_path", "resume")

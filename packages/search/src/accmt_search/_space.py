@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import yaml
 
-from accmt_trainer import HyperParameters
+from accmt_trainer.integration import HyperParameters
 
 from ._distributions import Choice, Distribution, Fixed, FloatRange, IntRange
 from ._errors import SearchSpaceError

@@ -16,7 +16,7 @@ import torch
 from accelerate.utils import set_seed
 
 from accmt_callbacks import Callback
-from accmt_trainer import Trainer
+from accmt_trainer.integration import Trainer
 
 from ._errors import MetricNameError, StudyError
 from ._log import logger
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from torch.utils.data import Dataset
 
     from accmt_metrics import Metric
-    from accmt_trainer import AcceleratorModule
+    from accmt_trainer.integration import AcceleratorModule
 
 # "invalid": the objective read a name the evaluation does not report; the search stops.
 Kind = Literal["complete", "pruned", "failed", "interrupted", "invalid"]

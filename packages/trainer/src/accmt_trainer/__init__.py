@@ -1,4 +1,7 @@
-"""The accmt Trainer: write an AcceleratorModule, call ``Trainer.fit``, on Accelerate."""
+"""The accmt Trainer: write an AcceleratorModule, call ``Trainer.fit``, on Accelerate.
+
+Packages built on accmt-trainer (accmt-search) import from ``accmt_trainer.integration``,
+which adds to these names the few of the Trainer's parts they need."""
 
 from ._errors import (
     ArtifactNotFoundError,
@@ -11,7 +14,7 @@ from ._errors import (
 )
 from ._module import AcceleratorModule, ExtendedAcceleratorModule, RunHandle
 from ._trainer import Trainer
-from .checkpointing import check_writable, load_weights
+from .checkpointing import load_weights
 from .config import (
     HyperParameters,
     Monitor,
@@ -22,7 +25,7 @@ from .config import (
 )
 from .data import Curriculum, RangeCurriculum, RatioCurriculum, StepsCurriculum
 from .inference import iter_predictions, load_predictions
-from .runtime import ProcessGroupScope, seed_everything, stop_on_signals, use_cpu
+from .runtime import seed_everything
 
 __all__ = [
     "AcceleratorModule",
@@ -35,7 +38,6 @@ __all__ = [
     "Monitor",
     "NonFiniteLossError",
     "Optimizer",
-    "ProcessGroupScope",
     "RangeCurriculum",
     "RatioCurriculum",
     "RunHandle",
@@ -45,13 +47,10 @@ __all__ = [
     "Trainer",
     "TrainerConfigError",
     "TrainerError",
-    "check_writable",
     "iter_predictions",
     "load_predictions",
     "load_weights",
     "register_optimizer",
     "register_scheduler",
     "seed_everything",
-    "stop_on_signals",
-    "use_cpu",
 ]

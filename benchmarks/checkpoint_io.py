@@ -47,7 +47,9 @@ from accelerate.state import AcceleratorState
 import accmt_trainer.checkpointing._commit as commit
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState
-from accmt_trainer.checkpointing import Checkpoints
+from accmt_trainer.checkpointing._checkpoints import Checkpoints
+from accmt_trainer.checkpointing._parts import load_accelerate_state, read_callback_states
+from accmt_trainer.checkpointing._run_facts import RunFacts
 
 # name: (label, width, layers, repeats)
 SIZES = {
@@ -104,14 +106,13 @@ class Setup:
         self.callbacks = CallbackHandler()
         self.callbacks.bind(state=self.state)
         self.folder = folder
-        self.run = {
-            "world_size": 1,
-            "train_batch_size": 8,
-            "grad_accumulation_steps": 1,
-            "batches_per_epoch": 1,
-            "format": 2,
-            "versions": {},
-        }
+        self.run = RunFacts(
+            world_size=1,
+            train_batch_size=8,
+            grad_accumulation_steps=1,
+            batches_per_epoch=1,
+            order_batches=1,
+        )
         self.index = 0
         self.bare_index = 0
         self._checkpoints: dict[bool, Checkpoints] = {}
@@ -163,7 +164,7 @@ class Setup:
             self.run,
             self.state,
             self.callbacks,
-            {"window": {}},
+            {"window": {}, "epoch": {}},
             snapshot_of=snapshot_of,
         )
         stalled = time.perf_counter() - start
@@ -176,11 +177,12 @@ class Setup:
 
     def load(self) -> None:
         checkpoints = self.checkpoints(False)
-        folder = checkpoints.find(None, self.run)
+        # What a resume reads: the state and losses (Checkpoints.start), then the callbacks'
+        # states and Accelerate's (fit/_resume.py's Resume.restore, without a run around it).
+        folder = checkpoints.start(None, self.run, look=True).folder
         assert folder is not None
-        checkpoints.load(folder, self.run)
-        checkpoints.load_rest(folder, self.callbacks)
-        checkpoints.load_accelerate(folder)
+        self.callbacks.load_state_dict(read_callback_states(folder))
+        load_accelerate_state(self.accelerator, folder)
 
     def torch_save(self) -> None:
         model = self.accelerator.unwrap_model(self.model)

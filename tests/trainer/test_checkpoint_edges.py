@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import attrs
 import pytest
 import torch
 from accelerate import Accelerator
@@ -18,13 +19,20 @@ from accmt_callbacks import Callback, CallbackHandler
 from accmt_metrics import Accuracy
 from accmt_state import TrainingState
 from accmt_trainer import CheckpointError, HyperParameters, Trainer
-from accmt_trainer.checkpointing import Checkpoints
+from accmt_trainer.checkpointing._checkpoints import Checkpoints
+from accmt_trainer.checkpointing._manifest import describe, verify
+from accmt_trainer.checkpointing._run_facts import RunFacts
 
 from .conftest import Classifier, blobs
 
 HPS = HyperParameters(epochs=2, batch_size=8, optimizer_kwargs={"lr": 0.1})
-RUN = {"world_size": 1, "train_batch_size": 8, "grad_accumulation_steps": 1,
-       "batches_per_epoch": 4, "format": 2, "versions": {}}  # fmt: skip
+RUN = RunFacts(
+    world_size=1,
+    train_batch_size=8,
+    grad_accumulation_steps=1,
+    batches_per_epoch=4,
+    order_batches=4,
+)
 
 
 def make(folder: Path, **options: object) -> Trainer:
@@ -42,7 +50,8 @@ def save(store: Checkpoints, index: int, step: int) -> None:
     state = TrainingState(global_step=step, batch_iteration=step, batches_seen_in_epoch=step)
     handler = CallbackHandler()
     handler.bind(state=state)
-    store.save(index, RUN, state, handler, {"window": {"total": torch.zeros(()), "count": 0}})
+    losses = {key: {"total": torch.zeros(()), "count": 0} for key in ("window", "epoch")}
+    store.save(index, RUN, state, handler, losses)
 
 
 def test_indices_past_999999_keep_their_order(tmp_path: Path) -> None:
@@ -51,11 +60,11 @@ def test_indices_past_999999_keep_their_order(tmp_path: Path) -> None:
     save(store, 1_000_000, 2)
     names = [path.name for path in store.complete()]
     assert names == ["checkpoint_999999", "checkpoint_1000000"]
-    folder = store.find(None, RUN)
-    assert folder is not None
-    assert folder.name == "checkpoint_1000000"
-    state, _ = store.load(folder, RUN)
-    assert state.global_step == 2
+    start = store.start(None, RUN, look=True)
+    assert start.folder is not None
+    assert start.folder.name == "checkpoint_1000000"
+    assert start.state is not None
+    assert start.state.global_step == 2
 
 
 def test_a_pointer_that_cannot_be_written_is_named_and_the_checkpoint_kept(tmp_path: Path) -> None:
@@ -69,7 +78,7 @@ def test_a_pointer_that_cannot_be_written_is_named_and_the_checkpoint_kept(tmp_p
     with pytest.raises(CheckpointError, match=r"latest\.json could not be written"):
         store.wait()
     assert [p.name for p in store.complete()] == ["checkpoint_000001", "checkpoint_000002"]
-    assert store.verify(root / "checkpoint_000001")["index"] == 1
+    assert verify(root / "checkpoint_000001").index == 1
 
 
 @pytest.fixture
@@ -137,39 +146,25 @@ def test_a_resumed_state_that_does_not_fit_the_run_is_named(tmp_path: Path) -> N
     state = TrainingState.load(folder / "state.json")
     state.global_step = 40  # one epoch of 4 batches has only 1 step at batch 1
     state.save(folder / "state.json")
-    with pytest.raises(CheckpointError, match=r"state\.json: global_step is 40, .* must be 1"):
-        store.load(folder, RUN)
-
-
-def sha256_manifest(folder: Path, damage: str | None = None) -> None:
-    """Rewrite the manifest as accmt 2.0's first checkpoints wrote it: sha256 digests, no
-    ``digest`` key; ``damage`` names a file whose recorded digest is then wrong."""
-    manifest = json.loads((folder / "manifest.json").read_text())
-    del manifest["digest"]
-    for name, entry in manifest["files"].items():
-        del entry["xxh3_128"]
-        entry["sha256"] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
-        if name == damage:
-            entry["sha256"] = "0" * 64
+    manifest = json.loads((folder / "manifest.json").read_text())  # as if written so
+    manifest["files"]["state.json"] = attrs.asdict(describe(folder / "state.json"))
     (folder / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match=r"state\.json: global_step is 40, .* must be 1"):
+        store.start(None, RUN, look=True)
 
 
-def test_a_manifest_of_sha256_digests_still_loads(tmp_path: Path) -> None:
-    store = checkpoints(tmp_path / "checkpoints")
-    save(store, 1, 1)
-    sha256_manifest(store.complete()[0])
-    folder = store.find(None, RUN)
-    assert folder is not None
-    state, _ = store.load(folder, RUN)
-    assert state.global_step == 1
-
-
-def test_a_sha256_digest_that_differs_is_named(tmp_path: Path) -> None:
+def test_a_manifest_of_another_digest_is_refused_by_name(tmp_path: Path) -> None:
     store = checkpoints(tmp_path / "checkpoints")
     save(store, 1, 1)
     save(store, 2, 2)
-    sha256_manifest(store.complete()[1], damage="state.json")
-    with pytest.warns(UserWarning, match=r"skipping checkpoint checkpoint_000002: state\.json"):
-        folder = store.find(None, RUN)
-    assert folder is not None
-    assert folder.name == "checkpoint_000001"
+    newest = store.complete()[1]
+    manifest = json.loads((newest / "manifest.json").read_text())
+    manifest["digest"] = "sha256"
+    for name, entry in manifest["files"].items():
+        del entry["xxh3_128"]
+        entry["sha256"] = hashlib.sha256((newest / name).read_bytes()).hexdigest()
+    (newest / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.warns(UserWarning, match=r"skipping checkpoint checkpoint_000002: .*xxh3_128"):
+        start = store.start(None, RUN, look=True)
+    assert start.folder is not None
+    assert start.folder.name == "checkpoint_000001"

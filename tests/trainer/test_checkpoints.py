@@ -381,19 +381,19 @@ def test_resume_with_other_settings_is_refused(
     assert [saved(folder) for folder in folders(tmp_path)] == before
 
 
-def made_on_two_processes(path: Path, *, older: bool = False) -> None:
+def made_on_two_processes(path: Path, *, uncounted: bool = False) -> None:
     """Every checkpoint under ``path`` says it was made by 2 processes: its manifest says so,
-    which is not among the files its digests cover, and it holds a part for each. ``older``:
-    and, like those of an older accmt-trainer, it does not record the batches of the order
-    dealt to the processes."""
+    which is not among the files its digests cover, and it holds a part for each.
+    ``uncounted``: and, like a loader that deals its batches itself, it could not count the
+    batches of the order dealt to the processes."""
     for folder in folders(path):
         manifest = json.loads((folder / "manifest.json").read_text())
         manifest["world_size"] = 2
         # The second process's own part: a copy of the first's, listed with the same digest.
         shutil.copy(folder / "process_0.safetensors", folder / "process_1.safetensors")
         manifest["files"]["process_1.safetensors"] = manifest["files"]["process_0.safetensors"]
-        if older:
-            del manifest["order_batches"]
+        if uncounted:
+            manifest["order_batches"] = None
         (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -417,13 +417,13 @@ def test_a_checkpoint_of_another_number_of_processes_at_an_epoch_end_resumes(
 def test_a_moment_within_an_epoch_that_cannot_be_found_says_what_to_do(tmp_path: Path) -> None:
     # Crashed at step 7, after checkpoints at steps 3 and 6 (batch 2 of epoch 2).
     crash(tmp_path, 7, checkpoint_every="3 steps")
-    made_on_two_processes(tmp_path, older=True)
+    made_on_two_processes(tmp_path, uncounted=True)
     with pytest.raises(CheckpointError) as refused:
         fit(make(tmp_path))
     message = str(refused.value)
     assert "was made on 2 processes, and this run has 1; " in message
     assert "it was made at batch 2 of epoch 2 (step 6), after 4 batches of the epoch's" in message
-    assert "its manifest does not record the batches of that order" in message
+    assert "this run cannot count the batches of that order" in message
     assert "resume from a checkpoint made at an epoch's end" in message
     assert "pass resume=False to start afresh in this one" in message
     # As it says: resume=False starts afresh there, the checkpoints moved aside.
@@ -436,15 +436,15 @@ def test_a_moment_within_an_epoch_that_cannot_be_found_says_what_to_do(tmp_path:
 def test_a_run_finished_within_an_epoch_on_other_processes_has_nothing_left_at_its_max_steps(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, max_steps: int
 ) -> None:
-    # Finished at step 6, batch 2 of epoch 2, a moment this run cannot find (no order recorded).
+    # Finished at step 6, batch 2 of epoch 2, a moment this run cannot find (no order counted).
     fit(make(tmp_path, hps=hps(max_steps=6)))
-    made_on_two_processes(tmp_path, older=True)
+    made_on_two_processes(tmp_path, uncounted=True)
     if max_steps == 6:  # nothing left to train: it says so, whatever the moment
         with caplog.at_level(logging.WARNING, logger="accmt_trainer"):
             assert fit(make(tmp_path, hps=hps(max_steps=6))).global_step == 6
         assert "already finished" in caplog.text
         return
-    with pytest.raises(CheckpointError, match="its manifest does not record the batches"):
+    with pytest.raises(CheckpointError, match="this run cannot count the batches of that order"):
         fit(make(tmp_path, hps=hps(max_steps=max_steps)))
 
 

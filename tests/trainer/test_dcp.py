@@ -16,7 +16,9 @@ import torch
 import torch.distributed.checkpoint as dcp
 
 from accmt_trainer import CheckpointError
-from accmt_trainer.checkpointing import DIGEST, MANIFEST, inventory, read_metadata, verify
+from accmt_trainer.checkpointing._dcp import read_metadata
+from accmt_trainer.checkpointing._manifest import inventory, verify
+from accmt_trainer.checkpointing._run_facts import MANIFEST, Manifest, RunFacts, manifest_to_json
 
 # DCP saves these folders in this one process, and says so.
 pytestmark = pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
@@ -40,8 +42,16 @@ def checkpoint(folder: Path, state: dict[str, Any]) -> Path:
 
 def seal(folder: Path) -> Path:
     """The manifest of what ``folder`` holds now (forged, where a file was crafted)."""
-    files = inventory(folder)
-    (folder / MANIFEST).write_text(json.dumps({"files": files, "digest": DIGEST}))
+    facts = RunFacts(
+        world_size=1,
+        train_batch_size=1,
+        grad_accumulation_steps=1,
+        batches_per_epoch=1,
+        order_batches=1,
+        sharded=True,
+    )
+    manifest = Manifest(facts=facts, index=1, files=inventory(folder))
+    (folder / MANIFEST).write_text(json.dumps(manifest_to_json(manifest)))
     return folder
 
 

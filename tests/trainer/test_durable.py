@@ -22,7 +22,8 @@ from accelerate.state import AcceleratorState
 
 from accmt_callbacks import Callback
 from accmt_trainer import Trainer
-from accmt_trainer.checkpointing import recover_folder, replace_folder, verify
+from accmt_trainer.checkpointing._folders import recover_folder, replace_folder
+from accmt_trainer.checkpointing._manifest import verify
 
 from .test_checkpoints import fit, hps, make
 
@@ -193,7 +194,7 @@ def test_a_run_killed_between_a_checkpoint_s_sync_and_the_old_one_s_removal_resu
         "checkpoint_000005",
     ]
     assert json.loads((root / "latest.json").read_text()) == {"latest": "checkpoint_000005"}
-    assert verify(root / "checkpoint_000005")["index"] == 5
+    assert verify(root / "checkpoint_000005").index == 5
     resumed = Resumed()
     got = final_weights(run(folder, background, callbacks=[resumed]))
     assert resumed.step == 5  # from the new checkpoint, verified

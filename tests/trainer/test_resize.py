@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import torch
 from accelerate.data_loader import prepare_data_loader
@@ -15,36 +16,47 @@ from torch.utils.data import DataLoader
 
 from accmt_state import TrainingState
 from accmt_trainer import CheckpointError
-from accmt_trainer.checkpointing import (
-    check_compatible,
+from accmt_trainer.checkpointing._manifest import check_compatible
+from accmt_trainer.checkpointing._resize import (
     check_position,
-    counters_at,
     fitting_counts,
-    merge_parts,
-    parts_of,
+    merge_losses,
+    position_at,
+    ranks_taken_over,
     refusal,
     resized_facts,
     restore_lengths,
     schedule_lengths,
     seen_here,
 )
-from accmt_trainer.data import order_batches
+from accmt_trainer.checkpointing._run_facts import RunFacts
+from accmt_trainer.data._epoch_plan import order_batches
 
 HERE = Path("state.json")
 
 
-def facts(world_size: int, *, order: int | None = 25, accumulation: int = 2) -> dict[str, Any]:
-    """A run over one order of ``order`` batches an epoch, dealt to ``world_size`` processes
-    (Accelerate evens the last round out: ceil(order / world_size) each)."""
+def facts(
+    world_size: int, *, order: int | None = 25, accumulation: int = 2, **others: Any
+) -> RunFacts:
+    """A run over one order of ``order`` batches an epoch of 8 samples, dealt to
+    ``world_size`` processes (Accelerate evens the last round out: ceil(order / world_size)
+    each)."""
     batches = -(-order // world_size) if order is not None else 13
-    return {"world_size": world_size, "batches_per_epoch": batches, "order_batches": order,
-            "grad_accumulation_steps": accumulation, "stages": None}  # fmt: skip
+    settings = {"stages": None, "sharded": False, "max_steps": None, **others}
+    return RunFacts(
+        world_size=world_size,
+        train_batch_size=8,
+        grad_accumulation_steps=accumulation,
+        batches_per_epoch=batches,
+        order_batches=order,
+        **settings,
+    )
 
 
-def at(epoch: int, seen: int, made: dict[str, Any], **offsets: int) -> TrainingState:
+def at(epoch: int, seen: int, made: RunFacts, **offsets: int) -> TrainingState:
     """A state of the run with ``made``'s facts (and offsets) after ``seen`` batches of
     ``epoch``."""
-    counted = counters_at({**made, **offsets}, epoch, seen, HERE)
+    counted = attrs.asdict(position_at(attrs.evolve(made, **offsets), epoch, seen, HERE))
     return TrainingState(epoch=epoch, train_step=seen, **counted)
 
 
@@ -72,10 +84,8 @@ def test_a_moment_within_an_epoch_needs_the_same_countable_order() -> None:
     state = TrainingState(epoch=0, batches_seen_in_epoch=4)
     assert seen_here(state, facts(2, order=24), facts(1, order=25)) is None
     assert seen_here(state, facts(2, order=None), facts(1, order=None)) is None
-    older = {key: value for key, value in facts(2).items() if key != "order_batches"}
-    assert seen_here(state, older, facts(1)) is None
     # An epoch's start needs no order at all.
-    assert seen_here(TrainingState(epoch=1), older, facts(1)) == 0
+    assert seen_here(TrainingState(epoch=1), facts(2, order=None), facts(1)) == 0
 
 
 def test_the_refusal_says_where_it_stopped_and_what_would_resume_it() -> None:
@@ -103,9 +113,9 @@ def test_counters_go_on_across_a_resize_and_another() -> None:
     assert (made.global_step, made.batch_iteration) == (7, 13)
     check_position(made, two, HERE)
     here = resized_facts(one, made, HERE)
-    assert (here["step_offset"], here["iteration_offset"]) == (7 - 13, 13 - 25)
+    assert (here.step_offset, here.iteration_offset) == (7 - 13, 13 - 25)
     # 3 epochs on one process are 39 steps; 7 are done and 26 left: 33 in all.
-    assert 3 * 13 + here["step_offset"] == 7 + 26
+    assert 3 * 13 + here.step_offset == 7 + 26
     # A step later on one process, then a checkpoint, checked against the facts it carries.
     later = at(1, 2, one, step_offset=-6, iteration_offset=-12)
     assert (later.global_step, later.batch_iteration) == (8, 15)
@@ -122,20 +132,20 @@ def test_counters_go_on_across_a_resize_and_another() -> None:
     again = resized_facts(two, later, HERE)
     assert (later.global_step, later.batch_iteration) == (9, 17)
     check_position(later, again, HERE)
-    assert counters_at(again, 3, 0, HERE)["global_step"] == 9 + 6 + 7
+    assert position_at(again, 3, 0, HERE).global_step == 9 + 6 + 7
 
 
-def test_each_old_part_is_taken_by_one_process() -> None:
-    assert [parts_of(rank, 2, 1) for rank in range(1)] == [[0, 1]]
-    assert [parts_of(rank, 1, 2) for rank in range(2)] == [[0], []]
-    assert [parts_of(rank, 3, 2) for rank in range(2)] == [[0, 2], [1]]
-    assert [parts_of(rank, 2, 2) for rank in range(2)] == [[0], [1]]
+def test_each_old_process_s_losses_are_taken_by_one_process() -> None:
+    assert [ranks_taken_over(rank, 2, 1) for rank in range(1)] == [[0, 1]]
+    assert [ranks_taken_over(rank, 1, 2) for rank in range(2)] == [[0], []]
+    assert [ranks_taken_over(rank, 3, 2) for rank in range(2)] == [[0, 2], [1]]
+    assert [ranks_taken_over(rank, 2, 2) for rank in range(2)] == [[0], [1]]
     window = {"total": torch.tensor(1.5, dtype=torch.float64), "count": 2}
     other = {"total": torch.tensor(2.0, dtype=torch.float64), "count": 3}
-    merged = merge_parts([{"window": window}, {"window": other}], like={"window": window})
+    merged = merge_losses([{"window": window}, {"window": other}], like={"window": window})
     assert merged["window"]["count"] == 5
     assert float(merged["window"]["total"]) == 3.5
-    empty = merge_parts([], like={"window": window})
+    empty = merge_losses([], like={"window": window})
     assert empty["window"]["count"] == 0
     assert float(empty["window"]["total"]) == 0.0
 
@@ -193,8 +203,8 @@ def test_the_order_is_counted_before_it_is_dealt_out() -> None:
 
 
 def test_a_curriculum_resumes_only_on_its_number_of_processes(tmp_path: Path) -> None:
-    made = {**facts(2), "train_batch_size": 8, "stages": [[9, 5], [24, 25]]}
-    now = {**facts(1), "train_batch_size": 8, "stages": [[9, 10], [24, 50]]}
+    made = facts(2, stages=((9, 5), (24, 25)))
+    now = facts(1, stages=((9, 10), (24, 50)))
     with pytest.raises(CheckpointError) as refused:
         check_compatible(made, now, tmp_path)
     message = str(refused.value)
@@ -204,25 +214,24 @@ def test_a_curriculum_resumes_only_on_its_number_of_processes(tmp_path: Path) ->
 
 
 def test_another_order_is_refused_on_another_number_of_processes_too(tmp_path: Path) -> None:
-    made = {**facts(2, order=24), "train_batch_size": 8}
-    now = {**facts(1, order=25), "train_batch_size": 8}
+    made, now = facts(2, order=24), facts(1, order=25)
     with pytest.raises(CheckpointError, match="made with order_batches=24, but this run has "):
         check_compatible(made, now, tmp_path)
-    check_compatible({**made, "order_batches": None}, now, tmp_path)  # cannot tell: an epoch's
-    check_compatible({**made, "order_batches": 25}, now, tmp_path)  # start resumes
+    # Cannot tell: an epoch's start resumes.
+    check_compatible(attrs.evolve(made, order_batches=None), now, tmp_path)
+    check_compatible(attrs.evolve(made, order_batches=25), now, tmp_path)
 
 
 def test_sharded_state_resumes_only_on_its_number_of_processes(tmp_path: Path) -> None:
-    made = {**facts(2), "train_batch_size": 8, "sharded": True}
+    made = facts(2, sharded=True)
     with pytest.raises(CheckpointError, match="Its model and optimizer state is sharded by"):
-        check_compatible(made, {**facts(1), "train_batch_size": 8}, tmp_path)
+        check_compatible(made, facts(1), tmp_path)
 
 
 def test_sharded_state_resumes_only_into_a_sharded_run(tmp_path: Path) -> None:
-    made = {**facts(2), "train_batch_size": 8, "sharded": True}
-    now = {**facts(2), "train_batch_size": 8, "sharded": False}
+    made, now = facts(2, sharded=True), facts(2, sharded=False)
     with pytest.raises(CheckpointError, match=r"sharded by process .*this run's is whole on each"):
         check_compatible(made, now, tmp_path)
     with pytest.raises(CheckpointError, match="state whole on each process, and this run's is sh"):
         check_compatible(now, made, tmp_path)
-    check_compatible({key: value for key, value in now.items() if key != "sharded"}, now, tmp_path)
+    check_compatible(now, now, tmp_path)

@@ -29,6 +29,20 @@ class LogValues(Protocol):
     def __call__(self, values: Mapping[str, float], step: int | None = None) -> None: ...
 
 
+class TrainerProtocol(Protocol):
+    """What a module (``module.trainer``), a callback (``callback.trainer``) and the parts below
+    the package's root may call on the Trainer running them. The Trainer is built on them, so
+    they name this protocol, never the Trainer."""
+
+    @property
+    def state(self) -> TrainingState: ...
+    @property
+    def should_stop(self) -> bool: ...
+    def request_stop(self, reason: str) -> None: ...
+    def log(self, values: Mapping[str, float], step: int | None = None) -> None: ...
+    def log_artifact(self, path: str | os.PathLike[str]) -> None: ...
+
+
 class Stepper(Protocol):
     """The steps of the running fit's one optimizer-step owner (see ``RunHandle``)."""
 
@@ -74,8 +88,8 @@ class AcceleratorModule:
     teacher: torch.nn.Module | None = None
     accelerator: Accelerator
     state: TrainingState
-    trainer: Any
-    """The Trainer running this module (typed loosely: the Trainer is built on this class)."""
+    trainer: TrainerProtocol
+    """The Trainer running this module."""
     run_handle: RunHandle
 
     @property
@@ -297,11 +311,11 @@ _UNSET = object()
 
 
 @contextlib.contextmanager
-def trainer_bound(module: AcceleratorModule, trainer: object) -> Iterator[None]:
+def trainer_bound(module: AcceleratorModule, trainer: TrainerProtocol) -> Iterator[None]:
     """``module.trainer`` is ``trainer`` while the block runs, and as it was found after: a
     finished run's module holds no Trainer (which holds the run), so both are freed when the
     script drops them."""
-    found = getattr(module, "trainer", _UNSET)
+    found: Any = getattr(module, "trainer", _UNSET)
     module.trainer = trainer
     try:
         yield

@@ -12,6 +12,7 @@ from torch.utils.data import Dataset, Sampler
 
 if TYPE_CHECKING:
     import torch
+    from accelerate import Accelerator
     from torch.optim import Optimizer
     from torch.optim.lr_scheduler import LRScheduler
 
@@ -37,7 +38,7 @@ from .checkpointing import (
 from .config import HyperParameters, Monitor, refuses_former_options
 from .data import LoaderOptions, TrainData, named_sets, training_data
 from .evaluation import EvaluationOptions, Extra, MetricsOption, Predicate, make_consolidation
-from .fit import BestModelOptions, Fit, FitOptions, NonFinitePolicy, OfLatestFit, StepOptions
+from .fit import BestModelOptions, Fit, FitOptions, NonFinitePolicy, Run, StepOptions
 from .inference import InferenceOptions, Weights, evaluate, predict
 from .runtime import (
     AcceleratorOptions,
@@ -220,12 +221,47 @@ class Trainer:
         self.latest_fit: Fit | None = None
         """The objects of the latest :meth:`fit` (its accelerator, run, loop), or None."""
 
-    accelerator = OfLatestFit()
-    model = OfLatestFit()
-    optimizer = OfLatestFit()
-    scheduler = OfLatestFit()
-    reported_names = OfLatestFit(before_fit=None)
-    """The names each set reported in the latest fit's sanity check (None before it, or off)."""
+    @property
+    def accelerator(self) -> Accelerator:
+        """The latest fit's Accelerator."""
+        return self._latest("accelerator").accelerator
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The latest fit's model, as Accelerate prepared it."""
+        return self._prepared_run("model").model
+
+    @property
+    def optimizer(self) -> Optimizer:
+        """The latest fit's optimizer, as Accelerate prepared it."""
+        return self._prepared_run("optimizer").optimizer
+
+    @property
+    def scheduler(self) -> LRScheduler | None:
+        """The latest fit's scheduler, as Accelerate prepared it (None without one)."""
+        return self._prepared_run("scheduler").scheduler
+
+    @property
+    def reported_names(self) -> dict[str, list[str]] | None:
+        """The names each set reported in the latest fit's sanity check (set -> sorted names,
+        the loss as ``"loss"``), for a callback's ``on_fit_start`` to check the names it will
+        read; None before it, or without it."""
+        return None if self.latest_fit is None else self.latest_fit.reported_names
+
+    def _latest(self, name: str) -> Fit:
+        if self.latest_fit is None:
+            raise AttributeError(
+                f"{type(self).__name__}.{name} exists once fit has prepared the run"
+            )
+        return self.latest_fit
+
+    def _prepared_run(self, name: str) -> Run:
+        run = self._latest(name).run
+        if run is None:
+            raise AttributeError(
+                f"{type(self).__name__}.{name} exists once fit has prepared the run"
+            )
+        return run
 
     def averaged_weights(self) -> dict[str, torch.Tensor] | None:
         """The latest fit's exponential moving average of the weights (``ema_decay``), by the
@@ -261,7 +297,7 @@ class Trainer:
             )
             process_group.own(self.latest_fit.accelerator)
             with trainer_bound(module, self):
-                return self.latest_fit.train(datasets, runner=self)
+                return self.latest_fit.train(datasets, trainer=self)
 
     def evaluate(
         self,

@@ -3,20 +3,24 @@ process writes, the manifest and its verifier, durable commits, background write
 schedule), a resume's moment on any number of processes, the folder lock, folders moved whole
 into place, safetensors state, best models' saving rules, and ``load_weights``."""
 
-from ._checkpoints import CheckpointOptions, Checkpoints
+from ._checkpoints import CheckpointOptions, Checkpoints, Start
 from ._dcp import read_metadata
 from ._folder_lock import FolderLock
 from ._folders import check_writable, recover_folder, replace_folder
-from ._manifest import DIGEST, MANIFEST, check_compatible, inventory, run_facts, verify
-from ._parts import Checkpointable, check_checkpointable
+from ._manifest import check_compatible, inventory, run_facts, verify
+from ._parts import (
+    Checkpointable,
+    check_checkpointable,
+    load_accelerate_state,
+    load_objects,
+    read_callback_states,
+)
 from ._resize import (
-    Start,
     check_position,
-    counters_at,
     fitting_counts,
-    merge_parts,
-    parts_of,
-    processes,
+    merge_losses,
+    position_at,
+    ranks_taken_over,
     refusal,
     resize_warning,
     resized_facts,
@@ -24,6 +28,7 @@ from ._resize import (
     schedule_lengths,
     seen_here,
 )
+from ._run_facts import DIGEST, MANIFEST, Manifest, RunFacts, read_manifest
 from ._saving_rules import TRAIN_LOSS, VALID_LOSS, SavingRule, parse_rule
 from ._schedule import CheckpointSchedule, Unit, parse_checkpoint_every
 from ._tied_weights import tied_weights_unannounced
@@ -40,6 +45,8 @@ __all__ = [
     "Checkpointable",
     "Checkpoints",
     "FolderLock",
+    "Manifest",
+    "RunFacts",
     "SavingRule",
     "Start",
     "Unit",
@@ -47,15 +54,18 @@ __all__ = [
     "check_compatible",
     "check_position",
     "check_writable",
-    "counters_at",
     "fitting_counts",
     "inventory",
+    "load_accelerate_state",
+    "load_objects",
     "load_weights",
-    "merge_parts",
+    "merge_losses",
     "parse_checkpoint_every",
     "parse_rule",
-    "parts_of",
-    "processes",
+    "position_at",
+    "ranks_taken_over",
+    "read_callback_states",
+    "read_manifest",
     "read_metadata",
     "recover_folder",
     "refusal",

@@ -39,26 +39,25 @@ import torch
 from accelerate import Accelerator
 
 from accmt_callbacks import CallbackHandler
-from accmt_state import TrainingState, read_json, write_json
+from accmt_state import TrainingState, write_json
 
 from .._errors import CheckpointError, TrainerConfigError
 from ..config import option, positive_int
+from ..console import processes
 from ._background_writer import BackgroundWriter
 from ._commit import POINTER, complete_checkpoints, guarded, place, settle
 from ._folders import free_sibling, set_aside_folder
-from ._manifest import ELSEWHERE, MANIFEST, SHARDED, check_compatible, verify
-from ._parts import AccelerateSnapshot, Checkpointable, Parts, read_tracker_runs
+from ._manifest import ELSEWHERE, SHARDED, check_compatible, verify
+from ._parts import AccelerateSnapshot, Checkpointable, Parts, read_losses, read_tracker_runs
 from ._resize import (
-    Start,
     check_position,
-    merge_parts,
-    parts_of,
-    processes,
+    merge_losses,
+    ranks_taken_over,
     refusal,
     resized_facts,
     seen_here,
 )
-from ._safe_tree import load_tree
+from ._run_facts import RunFacts, read_manifest
 from ._schedule import CheckpointSchedule, parse_checkpoint_every
 from ._tied_weights import tied_weights_unannounced
 
@@ -94,6 +93,25 @@ class CheckpointOptions:
         return self.schedule is not None or self.resume is not None
 
 
+@attrs.frozen(kw_only=True)
+class Start:
+    """Where a fit starts: afresh, or at a checkpoint's moment mapped onto this run."""
+
+    facts: RunFacts
+    """This run's facts, with the counters' offsets: what its checkpoints record."""
+    folder: Path | None = None
+    """The checkpoint it resumes, or None: afresh."""
+    state: TrainingState | None = None
+    """The checkpoint's state, moved to this run's position in the same data."""
+    losses: Mapping[str, Any] | None = None
+    """This process's training loss windows (those of the checkpoint's processes it takes
+    over, merged, on another number of processes)."""
+    made_on: int | None = None
+    """The checkpoint's number of processes where it differs from this run's, else None."""
+    tracker_runs: Mapping[str, str] = attrs.field(factory=dict)
+    """The checkpoint's tracker runs (``{tracker name: run id}``) that this run continues."""
+
+
 class Checkpoints:
     """The checkpoints of one run, under ``root``: written, chosen, verified and read here.
 
@@ -117,8 +135,6 @@ class Checkpoints:
         self.background = background
         self.writer = BackgroundWriter()
         self._buffers: AccelerateSnapshot | None = None
-        self.tracker_runs: dict[str, str] = {}
-        """The tracker runs (name -> run id) the next checkpoints record, for a resume."""
         kind = accelerator.distributed_type
         if background and kind in SHARDED:
             raise TrainerConfigError(
@@ -131,13 +147,16 @@ class Checkpoints:
     def save(
         self,
         index: int,
-        facts: Mapping[str, Any],
+        facts: RunFacts,
         state: TrainingState,
         callbacks: CallbackHandler,
-        process_state: Mapping[str, Any],
+        losses: Mapping[str, Any],
+        *,
+        tracker_runs: Mapping[str, str] | None = None,
         snapshot_of: tuple[Sequence[torch.nn.Module], Any, Any] | None = None,
     ) -> None:
-        """Write checkpoint ``index`` from every process. In the background, the call returns
+        """Write checkpoint ``index`` from every process: ``losses`` are this process's loss
+        windows, ``tracker_runs`` the runs a resume continues. In the background, the call returns
         once everything is copied to CPU memory (``snapshot_of``: models, optimizer and
         scheduler); otherwise once the checkpoint is in place (its sync to the disk, and the
         removal of the oldest, go on in the background writer)."""
@@ -150,8 +169,8 @@ class Checkpoints:
             shutil.rmtree(temporary, ignore_errors=True)
             temporary.mkdir()
         accelerator.wait_for_everyone()
-        runs, copy = self.tracker_runs, self.background
-        parts = Parts.of(state, callbacks, process_state, self.objects, runs, copy=copy)
+        runs, copy = tracker_runs or {}, self.background
+        parts = Parts.of(state, callbacks, losses, self.objects, runs, copy=copy)
         if self.background and snapshot_of is not None:
             snapshot = AccelerateSnapshot.take(accelerator, *snapshot_of, reuse=self._buffers)
             self._buffers = snapshot
@@ -174,7 +193,7 @@ class Checkpoints:
         self,
         temporary: Path,
         final: Path,
-        facts: Mapping[str, Any],
+        facts: RunFacts,
         parts: Parts,
         snapshot: AccelerateSnapshot,
     ) -> None:
@@ -198,81 +217,71 @@ class Checkpoints:
 
     # ------------------------------------------------------------------------- resume
 
-    def find(self, resume: bool | int | None, facts: Mapping[str, Any]) -> Path | None:
-        """The checkpoint this fit resumes from, per ``resume``; None to start afresh.
-
-        None resumes the newest intact checkpoint when there is one, True requires one, False
+    def start(self, resume: bool | int | None, facts: RunFacts, *, look: bool) -> Start:
+        """Where this fit starts: afresh, or (when ``look``) at the moment of the checkpoint
+        ``resume`` names, verified and mapped onto this run's number of processes. None
+        resumes the newest intact checkpoint when there is one, True requires one, False
         starts afresh, an int picks one by index (-1: the newest). Nothing is moved here: see
-        :meth:`clear_way`.
-        """
+        :meth:`clear_way`; the rest is read back by the fit's ``Resume``."""
+        found = self._find(resume, facts) if look else None
+        if found is None:
+            return Start(facts=resized_facts(facts, TrainingState(), self.root))
+        folder, made = found
+        state = TrainingState.load(folder / "state.json")
+        check_position(state, made, folder / "state.json")
+        state.batches_seen_in_epoch = state.train_step = self._seen_here(folder, state, made, facts)
+        return Start(
+            facts=resized_facts(facts, state, folder / "state.json"),
+            folder=folder,
+            state=state,
+            losses=self._losses(folder, made.world_size, facts.world_size),
+            made_on=None if made.world_size == facts.world_size else made.world_size,
+            tracker_runs=read_tracker_runs(folder),
+        )
+
+    def _find(self, resume: bool | int | None, facts: RunFacts) -> tuple[Path, RunFacts] | None:
+        """The checkpoint ``resume`` names and the facts of the run that made it, checked
+        against this run's; None to start afresh."""
         if resume is False:
             return None
-        found = self.choose(_which(resume))
+        found = self._choose(_which(resume))
         if found is None and resume is not None:
             raise CheckpointError(f"resume={resume!r}, but {self.root} holds no checkpoint")
         if found is None:
             return None
         check_compatible(found[1], facts, found[0])
-        return found[0]
+        return found
 
-    def clear_way(self, resume: bool | int | None, chosen: Path | None) -> None:
-        """Once the run's checks passed: ``resume=False`` moves the earlier checkpoints aside,
-        ``resume=<index>`` those newer than ``chosen``; a failed start leaves them in place."""
-        if resume is False:
-            self.set_aside()
-        elif chosen is not None and _which(resume) != -1:
-            self.set_aside_newer(chosen)
-
-    def start(self, resume: bool | int | None, facts: Mapping[str, Any], *, look: bool) -> Start:
-        """Where this fit starts: afresh, or at the moment of the checkpoint ``resume`` names
-        (when ``look``), mapped onto this run's number of processes."""
-        folder = self.find(resume, facts) if look else None
-        if folder is None:
-            return Start(facts=resized_facts(facts, TrainingState(), self.root))
-        state, process_state = self.load(folder, facts)
-        made_on = read_json(folder / MANIFEST)["world_size"]
-        return Start(
-            facts=resized_facts(facts, state, folder / "state.json"),
-            folder=folder,
-            state=state,
-            process_state=process_state,
-            made_on=None if made_on == facts["world_size"] else made_on,
-            tracker_runs=read_tracker_runs(folder),
-        )
-
-    def load(self, folder: Path, facts: Mapping[str, Any]) -> tuple[TrainingState, Any]:
-        """The state, checked against the facts of the run that made it and moved to this
-        run's position in the same data, and this process's own part of ``folder`` (those of
-        the checkpoint's processes it takes over, on another number of processes)."""
-        made = read_json(folder / MANIFEST)
-        state = TrainingState.load(folder / "state.json")
-        check_position(state, made, folder / "state.json")
-        seen = seen_here(state, made, facts)
-        cap = facts.get("max_steps")
+    def _seen_here(self, folder: Path, state: TrainingState, made: RunFacts, now: RunFacts) -> int:
+        """The batches of the checkpoint's epoch each of this run's processes has consumed."""
+        seen = seen_here(state, made, now)
+        cap = now.max_steps
         if seen is None and state.finished and cap is not None and state.global_step >= cap:
             # Finished at this run's max_steps: nothing is left to train, the moment is moot.
-            read = state.batches_seen_in_epoch * made["world_size"] // facts["world_size"]
-            seen = min(read, facts["batches_per_epoch"])
+            read = state.batches_seen_in_epoch * made.world_size // now.world_size
+            seen = min(read, now.batches_per_epoch or read)
         if seen is None:
-            earlier = self._earlier_that_fits(folder, facts)
+            earlier = self._earlier_that_fits(folder, now)
             raise CheckpointError(
-                f"checkpoint {folder} was made on {processes(made['world_size'])}, and this run "
-                f"has {facts['world_size']}; {refusal(state, made, facts, earlier)}; or "
-                f"{ELSEWHERE}."
+                f"checkpoint {folder} was made on {processes(made.world_size)}, and this run "
+                f"has {now.world_size}; {refusal(state, made, now, earlier)}; or {ELSEWHERE}."
             )
-        state.batches_seen_in_epoch = state.train_step = seen
-        rank, now_on = self.accelerator.process_index, facts["world_size"]
-        parts = [_part(folder, old) for old in parts_of(rank, made["world_size"], now_on)]
-        if len(parts) == 1:
-            return state, parts[0]
-        return state, merge_parts(parts, like=_part(folder, 0))
+        return seen
 
-    def _earlier_that_fits(self, folder: Path, facts: Mapping[str, Any]) -> str | None:
+    def _losses(self, folder: Path, made_on: int, now_on: int) -> Mapping[str, Any]:
+        """This process's loss windows: those of the checkpoint's processes it takes over."""
+        rank = self.accelerator.process_index
+        losses = [read_losses(folder, old) for old in ranks_taken_over(rank, made_on, now_on)]
+        if len(losses) == 1:
+            return losses[0]
+        return merge_losses(losses, like=read_losses(folder, 0))
+
+    def _earlier_that_fits(self, folder: Path, facts: RunFacts) -> str | None:
         """``<index> (checkpoint_<index>, ...)`` of the newest checkpoint before ``folder``
         whose moment this run can start from, if any."""
         for path in reversed([p for p in self.complete() if _index(p) < _index(folder)]):
             try:
-                made = read_json(path / MANIFEST)
+                made = read_manifest(path).facts
                 state = TrainingState.load(path / "state.json")
             except Exception:  # a damaged one is not offered
                 continue
@@ -281,33 +290,15 @@ class Checkpoints:
                 return f"{_index(path)} ({path.name}, {where})"
         return None
 
-    def load_rest(self, folder: Path, callbacks: CallbackHandler) -> None:
-        """The callbacks' states (into ``callbacks``, bound to the loaded state) and the
-        registered objects' states."""
-        states = read_json(folder / "callbacks.json")
-        # accmt 2.0 kept each saving rule's patience as a callback; it lives in
-        # state.patience_left now, which those checkpoints hold too.
-        callbacks.load_state_dict(
-            {key: value for key, value in states.items() if not key.startswith("RulePatience[")}
-        )
-        for index, target in enumerate(self.objects):
-            path = folder / f"object_{index}.safetensors"
-            if not path.exists():
-                raise CheckpointError(
-                    f"{path} is missing: the checkpoint holds fewer registered objects than the "
-                    f"{len(self.objects)} given to register_for_checkpointing"
-                )
-            target.load_state_dict(load_tree(path))
+    def clear_way(self, resume: bool | int | None, chosen: Path | None) -> None:
+        """Once the run's checks passed: ``resume=False`` moves the earlier checkpoints aside,
+        ``resume=<index>`` those newer than ``chosen``; a failed start leaves them in place."""
+        if resume is False:
+            self._set_aside()
+        elif chosen is not None and _which(resume) != -1:
+            self._set_aside_newer(chosen)
 
-    def load_accelerate(self, folder: Path) -> None:
-        """Model, optimizer, scheduler, scaler and RNGs, through Accelerate's load_state,
-        which reads them with ``weights_only=True``."""
-        try:
-            self.accelerator.load_state(str(folder / "accelerate"))
-        except Exception as error:
-            raise CheckpointError(f"{folder / 'accelerate'} cannot be loaded: {error}") from error
-
-    def set_aside(self) -> None:
+    def _set_aside(self) -> None:
         """Move earlier checkpoints out of the way of a fresh run (``resume=False``)."""
         accelerator = self.accelerator
         if accelerator.is_main_process and self.complete():
@@ -315,7 +306,7 @@ class Checkpoints:
             warnings.warn(f"resume=False: earlier checkpoints moved to {moved}", stacklevel=3)
         accelerator.wait_for_everyone()
 
-    def set_aside_newer(self, chosen: Path) -> None:
+    def _set_aside_newer(self, chosen: Path) -> None:
         """Move the checkpoints newer than ``chosen`` (``resume=<index>``) into a
         ``checkpoints.old-<n>`` folder: they belong to the run this one branches off, and an
         automatic resume must not take them for this run's. Nothing is deleted."""
@@ -337,7 +328,7 @@ class Checkpoints:
         """Folders that look like finished checkpoints (renamed into place), oldest first."""
         return complete_checkpoints(self.root)
 
-    def choose(self, which: int) -> tuple[Path, dict[str, Any]] | None:
+    def _choose(self, which: int) -> tuple[Path, RunFacts] | None:
         """The checkpoint to resume from, with its manifest, or None when there is none.
 
         ``which`` is -1 for the newest intact one (a damaged newest one is passed over with a
@@ -353,11 +344,11 @@ class Checkpoints:
                 raise CheckpointError(
                     f"no checkpoint {which} under {self.root}; available: {available}"
                 )
-            return chosen[0], self.verify(chosen[0])
+            return chosen[0], verify(chosen[0]).facts
         problems = []
         for path in reversed(candidates):
             try:
-                return path, self.verify(path)
+                return path, verify(path).facts
             except CheckpointError as error:
                 problems.append(f"{path.name}: {error}")
                 warnings.warn(
@@ -374,10 +365,6 @@ class Checkpoints:
             )
         return None
 
-    def verify(self, path: Path) -> dict[str, Any]:
-        """The checkpoint's manifest, once every file is as it lists (see ``_manifest``)."""
-        return verify(path)
-
 
 def _which(resume: bool | int | None) -> int:
     """The checkpoint ``resume`` names, -1 the newest (resume=1, == True, names checkpoint 1)."""
@@ -386,12 +373,3 @@ def _which(resume: bool | int | None) -> int:
 
 def _index(folder: Path) -> int:
     return int(folder.name.split("_")[1])
-
-
-def _part(folder: Path, rank: int) -> Any:
-    """Process ``rank``'s own part of the checkpoint in ``folder``."""
-    part = folder / f"process_{rank}.safetensors"
-    if part.exists():
-        return load_tree(part)
-    # accmt 2.0 wrote it with torch.save; tensors and numbers only.
-    return torch.load(folder / f"process_{rank}.pt", weights_only=True)

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from accmt_state import write_json
 
 from .._errors import CheckpointError
 from ._durable import sync_folder, sync_tree
-from ._manifest import DIGEST, MANIFEST, inventory
+from ._manifest import inventory
+from ._run_facts import MANIFEST, Manifest, RunFacts, manifest_to_json
 
 POINTER = "latest.json"
 _NAME = re.compile(r"^checkpoint_(\d{6,})$")
@@ -54,12 +54,12 @@ def guarded(temporary: Path, write: Callable[[], object]) -> None:
         ) from error
 
 
-def place(temporary: Path, final: Path, facts: Mapping[str, Any]) -> None:
+def place(temporary: Path, final: Path, facts: RunFacts) -> None:
     """Main process, on the loop's path: manifest, then the rename into place."""
-    manifest = {**facts, "index": checkpoint_index(final), "digest": DIGEST}
-    manifest["files"] = inventory(temporary)
+    manifest = Manifest(facts=facts, index=checkpoint_index(final), files=inventory(temporary))
+    data = manifest_to_json(manifest)
     # Synced with the rest, by settle().
-    guarded(temporary, lambda: write_json(temporary / MANIFEST, manifest, durable=False))
+    guarded(temporary, lambda: write_json(temporary / MANIFEST, data, durable=False))
     shutil.rmtree(final, ignore_errors=True)
     temporary.rename(final)
 

@@ -1,40 +1,37 @@
 """A checkpoint's manifest: what it must hold, byte for byte, before anything in it is read.
 
-The manifest lists every file with its size and digest (xxh3-128, computed by threads over
-the files just written, while they are still in the page cache; manifests of accmt 2.0 used
-sha256 and still verify). A checkpoint whose files differ in any way from the list (a file
-missing, added, resized or altered, or not of the kind its name says) is not trusted.
+The manifest (``_run_facts``) lists every file with its size and digest (xxh3-128, computed by
+threads over the files just written, while they are still in the page cache). A checkpoint whose
+files differ in any way from the list (a file missing, added, resized or altered, or not of the
+kind its name says) is not trusted.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.metadata
 import json
 import zipfile
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 import xxhash
 from accelerate.utils import DistributedType, load
 from safetensors import safe_open
 
-from accmt_state import StateError, TrainingState, read_json
+from accmt_state import StateError, TrainingState
 
 from .._errors import CheckpointError
-from ._resize import processes
+from ..console import processes
+from ._run_facts import DIGEST, MANIFEST, FileEntry, Manifest, RunFacts, read_manifest
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
 
     from ..data import EpochPlan
 
-MANIFEST = "manifest.json"
-DIGEST = "xxh3_128"
 _BLOCK = 1 << 22
 # Accelerate's RNG states: torch.save archives it loads with weights_only=True.
 _RNG_FILES = "random_states_"
@@ -50,40 +47,36 @@ SHARDED = {
 }
 
 
-def inventory(folder: Path) -> dict[str, dict[str, Any]]:
+def inventory(folder: Path) -> dict[str, FileEntry]:
     """Every file under ``folder`` but the manifest, with its size and digest."""
     paths = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        described = list(pool.map(lambda path: describe(path, DIGEST), paths))
+        described = list(pool.map(describe, paths))
     return {str(p.relative_to(folder)): entry for p, entry in zip(paths, described, strict=True)}
 
 
-def describe(path: Path, algorithm: str) -> dict[str, Any]:
-    digest: Any = xxhash.xxh3_128() if algorithm == DIGEST else hashlib.sha256()
+def describe(path: Path) -> FileEntry:
+    digest = xxhash.xxh3_128()
     with path.open("rb") as file:
         for block in iter(lambda: file.read(_BLOCK), b""):
             digest.update(block)
-    return {"size": path.stat().st_size, algorithm: digest.hexdigest()}
+    return FileEntry(size=path.stat().st_size, xxh3_128=digest.hexdigest())
 
 
-def verify(folder: Path) -> dict[str, Any]:
+def verify(folder: Path) -> Manifest:
     """The checkpoint's manifest, once every file it lists, and no other, has its size, digest
     and kind. Raises CheckpointError naming the first file that does not."""
-    try:
-        manifest: dict[str, Any] = read_json(folder / MANIFEST)
-    except StateError as error:
-        raise CheckpointError(f"its manifest is missing or unreadable ({error})") from error
-    files = manifest.get("files")
-    if not isinstance(files, dict) or not files:
-        raise CheckpointError("its manifest lists no files")
+    manifest = read_manifest(folder)
+    files = manifest.files
+    if not files or manifest.digest != DIGEST:
+        raise CheckpointError(f"its manifest lists no files with {DIGEST} digests")
     present = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
     unlisted = sorted(present - set(files) - {MANIFEST})
     if unlisted:
         raise CheckpointError(f"{unlisted[0]} is not listed in its manifest")
-    algorithm = DIGEST if manifest.get("digest") == DIGEST else "sha256"
     for name, expected in files.items():
         path = folder / name
-        found = describe(path, algorithm) if path.is_file() else None
+        found = describe(path) if path.is_file() else None
         if found != expected:
             raise CheckpointError(f"{name} is missing, truncated or altered")
         _check_kind(path, name)
@@ -156,12 +149,7 @@ def _loaded_versions() -> tuple[tuple[str, str], ...]:
     return tuple(versions)
 
 
-_SETTINGS = (
-    "train_batch_size",
-    "grad_accumulation_steps",
-    "batches_per_epoch",
-    "stages",
-)
+_SETTINGS = ("train_batch_size", "grad_accumulation_steps", "batches_per_epoch", "stages")
 ELSEWHERE = (
     "give this run an output folder of its own (the Trainer's model_path; --output in the "
     "examples), or pass resume=False to start afresh in this one (its checkpoints are then "
@@ -169,7 +157,7 @@ ELSEWHERE = (
 )
 
 
-def check_compatible(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
+def check_compatible(made: RunFacts, now: RunFacts, path: Path) -> None:
     """Refuse a checkpoint made with settings that fix the position in the data other than
     this run's: the error says what differs, where the checkpoint stopped, and what to do.
 
@@ -177,54 +165,54 @@ def check_compatible(manifest: Mapping[str, Any], facts: Mapping[str, Any], path
     onto this run, and refuses only a moment within an epoch that this run cannot reach. The
     batches per epoch on each process then differ by nature; the order they are dealt from
     must not (``order_batches``, where both know it)."""
-    resized = manifest.get("world_size") != facts.get("world_size")
+    resized = made.world_size != now.world_size
     if resized:
-        _check_resizable(manifest, facts, path)
-    _check_sharding(manifest, facts, path)
+        _check_resizable(made, now, path)
+    _check_sharding(made, now, path)
     for setting in _SETTINGS:
         key = "order_batches" if resized and setting == "batches_per_epoch" else setting
-        made, now = manifest.get(key), facts.get(key)
-        if made == now or (key == "order_batches" and None in (made, now)):
+        was, is_ = getattr(made, key), getattr(now, key)
+        if was == is_ or (key == "order_batches" and None in (was, is_)):
             continue
+        shown = [list(stage) for stage in was] if key == "stages" and was else was
+        here = [list(stage) for stage in is_] if key == "stages" and is_ else is_
         raise CheckpointError(
-            f"checkpoint {path} was made with {key}={made!r}, but this run has {key}={now!r}; "
+            f"checkpoint {path} was made with {key}={shown!r}, but this run has {key}={here!r}; "
             f"{_stopped(path)}. A checkpoint resumes only with the settings that made it "
             "(training batch size, grad_accumulation_steps, batches per epoch, stages): resume "
             f"with the same settings, or {ELSEWHERE}."
         )
 
 
-def _check_sharding(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
+def _check_sharding(made: RunFacts, now: RunFacts, path: Path) -> None:
     """Sharded state (FSDP, DeepSpeed) resumes only into a sharded run, and whole state only
-    into a whole one: refused here, before anything is moved, rather than by Accelerate's load.
-    A manifest from before ``sharded`` was recorded held whole state."""
-    made, now = bool(manifest.get("sharded")), bool(facts.get("sharded"))
-    if made != now:
+    into a whole one: refused here, before anything is moved, rather than by Accelerate's load."""
+    if made.sharded != now.sharded:
         held = {True: "sharded by process (FSDP, DeepSpeed)", False: "whole on each process"}
         raise CheckpointError(
-            f"checkpoint {path} holds model and optimizer state {held[made]}, and this run's is "
-            f"{held[now]}; {_stopped(path)}. Resume with the distributed setup that made it, or "
-            f"{ELSEWHERE}."
+            f"checkpoint {path} holds model and optimizer state {held[made.sharded]}, and this "
+            f"run's is {held[now.sharded]}; {_stopped(path)}. Resume with the distributed setup "
+            f"that made it, or {ELSEWHERE}."
         )
 
 
-def _check_resizable(manifest: Mapping[str, Any], facts: Mapping[str, Any], path: Path) -> None:
+def _check_resizable(made: RunFacts, now: RunFacts, path: Path) -> None:
     """Another number of processes: refused for a curriculum (its stages end at optimizer
     steps, which hold other samples on another number of processes) and for sharded state."""
-    made, now = manifest.get("world_size"), facts.get("world_size")
-    if manifest.get("stages") or facts.get("stages"):
+    if made.stages or now.stages:
         why = (
             "a curriculum's stages end at optimizer steps, and an optimizer step holds other "
             "samples on another number of processes"
         )
-    elif facts.get("sharded") or manifest.get("sharded"):
+    elif made.sharded or now.sharded:
         why = "its model and optimizer state is sharded by process (FSDP, DeepSpeed)"
     else:
         return
+    was = processes(made.world_size)
     raise CheckpointError(
-        f"checkpoint {path} was made on {processes(made)}, and this run has {now}; "
+        f"checkpoint {path} was made on {was}, and this run has {now.world_size}; "
         f"{_stopped(path)}. {why[0].upper()}{why[1:]}, so it resumes only on "
-        f"{processes(made)}: resume on {processes(made)}, or {ELSEWHERE}."
+        f"{was}: resume on {was}, or {ELSEWHERE}."
     )
 
 
@@ -244,17 +232,17 @@ def _stopped(path: Path) -> str:
 
 def run_facts(
     accelerator: Accelerator, plan: EpochPlan, train_batch_size: int, max_steps: int | None
-) -> dict[str, Any]:
+) -> RunFacts:
     """What a checkpoint must agree with to resume exactly (before the offsets of a resume on
-    another number of processes, which ``_resize`` adds). ``max_steps`` is not compared: it
-    tells whether a finished run has anything left to train here."""
-    return {
-        "format": 2,
-        "world_size": accelerator.num_processes,
-        "train_batch_size": train_batch_size,
-        "max_steps": max_steps,
-        "grad_accumulation_steps": accelerator.gradient_accumulation_steps,
-        "sharded": accelerator.distributed_type in SHARDED,
-        **plan.facts(),
-        "versions": package_versions(),
-    }
+    another number of processes, which ``_resize`` adds)."""
+    return RunFacts(
+        world_size=accelerator.num_processes,
+        train_batch_size=train_batch_size,
+        grad_accumulation_steps=accelerator.gradient_accumulation_steps,
+        batches_per_epoch=plan.batches_per_epoch,
+        order_batches=plan.order_batches,
+        stages=plan.stage_facts,
+        sharded=accelerator.distributed_type in SHARDED,
+        max_steps=max_steps,
+        versions=package_versions(),
+    )

@@ -1,4 +1,5 @@
-"""What one process writes into a checkpoint, and the copy of it that a background write takes.
+"""What one process writes into a checkpoint and reads back from it, and the copy of it that a
+background write takes.
 
 A synchronous checkpoint writes from the live objects: Accelerate's ``save_state``, then this
 package's parts. A background (``checkpoint_async``) checkpoint first copies all of it into CPU
@@ -24,7 +25,7 @@ from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState, read_json, write_json
 
 from .._errors import CheckpointError, TrainerConfigError
-from ._safe_tree import check_tree, save_tree
+from ._safe_tree import check_tree, load_tree, save_tree
 
 
 class Checkpointable(Protocol):
@@ -46,7 +47,8 @@ class Parts:
 
     state: TrainingState
     callbacks: Mapping[str, Any]
-    process: Mapping[str, Any]
+    losses: Mapping[str, Any]
+    """This process's training loss windows."""
     objects: list[Mapping[str, Any]]
     tracker_runs: Mapping[str, str] = attrs.field(factory=dict)
 
@@ -55,7 +57,7 @@ class Parts:
         cls,
         state: TrainingState,
         callbacks: CallbackHandler,
-        process: Mapping[str, Any],
+        losses: Mapping[str, Any],
         objects: Sequence[Checkpointable],
         tracker_runs: Mapping[str, str],
         *,
@@ -64,17 +66,17 @@ class Parts:
         runs = dict(tracker_runs)
         if not copy:
             states = [o.state_dict() for o in objects]
-            return cls(state, callbacks.state_dict(), process, states, runs)
+            return cls(state, callbacks.state_dict(), losses, states, runs)
         return cls(
             TrainingState.from_dict(state.to_dict()),
             cpu_copy(callbacks.state_dict()),
-            cpu_copy(process),
+            cpu_copy(losses),
             [cpu_copy(o.state_dict()) for o in objects],
             runs,
         )
 
     def write(self, folder: Path, accelerator: Accelerator) -> None:
-        save_tree(folder / f"process_{accelerator.process_index}.safetensors", self.process)
+        save_tree(_losses_file(folder, accelerator.process_index), self.losses)
         if accelerator.is_main_process:
             # Not fsynced: the manifest's digests catch a file a power cut left short.
             self.state.save(folder / "state.json", durable=False)
@@ -84,12 +86,45 @@ class Parts:
                 save_tree(folder / f"object_{index}.safetensors", state)
 
 
+def _losses_file(folder: Path, rank: int) -> Path:
+    return folder / f"process_{rank}.safetensors"
+
+
+def read_losses(folder: Path, rank: int) -> dict[str, Any]:
+    """Process ``rank``'s training loss windows in the checkpoint in ``folder``."""
+    losses: dict[str, Any] = load_tree(_losses_file(folder, rank))
+    return losses
+
+
+def read_callback_states(folder: Path) -> Any:
+    """The callbacks' states (``CallbackHandler.load_state_dict`` takes them)."""
+    return read_json(folder / "callbacks.json")
+
+
+def load_objects(folder: Path, objects: Sequence[Checkpointable]) -> None:
+    """Each object given to ``register_for_checkpointing``, in order, from its file."""
+    for index, target in enumerate(objects):
+        path = folder / f"object_{index}.safetensors"
+        if not path.exists():
+            raise CheckpointError(
+                f"{path} is missing: the checkpoint holds fewer registered objects than the "
+                f"{len(objects)} given to register_for_checkpointing"
+            )
+        target.load_state_dict(load_tree(path))
+
+
+def load_accelerate_state(accelerator: Accelerator, folder: Path) -> None:
+    """Model, optimizer, scheduler, scaler, RNGs (and a stateful loader's place) through
+    Accelerate's load_state, which reads them with ``weights_only=True``."""
+    try:
+        accelerator.load_state(str(folder / "accelerate"))
+    except Exception as error:
+        raise CheckpointError(f"{folder / 'accelerate'} cannot be loaded: {error}") from error
+
+
 def read_tracker_runs(folder: Path) -> dict[str, str]:
-    """The tracker runs the checkpoint in ``folder`` continues; none in one made before they
-    were kept."""
+    """The tracker runs the checkpoint in ``folder`` continues."""
     path = folder / TRACKER_RUNS
-    if not path.exists():
-        return {}
     runs = read_json(path)
     if not isinstance(runs, dict) or not all(
         isinstance(key, str) and isinstance(value, str) for key, value in runs.items()

@@ -26,9 +26,10 @@ import torch
 from accmt_state import TrainingState
 
 from .._errors import CheckpointError
+from ..console import processes
 from ..data import StageLayout
+from ._run_facts import RunFacts
 
-OFFSETS = ("step_offset", "iteration_offset")
 # Scheduler attributes that size a schedule and that load_state_dict would put back to the
 # checkpoint's (OneCycleLR, CosineAnnealingLR, LinearLR, PolynomialLR). LambdaLR-based
 # schedules keep their length in their rebuilt lambdas, which a state_dict does not hold.
@@ -36,36 +37,26 @@ _LENGTHS = ("total_steps", "_schedule_phases", "T_max", "total_iters")
 
 
 @attrs.frozen(kw_only=True)
-class Start:
-    """Where a fit starts: afresh, or at a checkpoint's moment mapped onto this run."""
+class Position:
+    """The counters of a run after some batches of an epoch. ``global_step`` and
+    ``batch_iteration`` are None for a stream without a length: only the run that read its
+    epochs knows their lengths."""
 
-    facts: Mapping[str, Any]
-    """This run's facts, with the counters' offsets: what its checkpoints record."""
-    folder: Path | None = None
-    state: TrainingState | None = None
-    process_state: Mapping[str, Any] | None = None
-    made_on: int | None = None
-    """The checkpoint's number of processes where it differs from this run's, else None."""
-    tracker_runs: Mapping[str, str] = attrs.field(factory=dict)
-    """The checkpoint's tracker runs (``{tracker name: run id}``) that this run continues."""
-
-    @property
-    def step_offset(self) -> int:
-        return int(self.facts.get("step_offset", 0))
+    batches_seen_in_epoch: int
+    global_step: int | None = None
+    batch_iteration: int | None = None
 
 
-def counters_at(facts: Mapping[str, Any], epoch: int, seen: int, path: Path) -> dict[str, int]:
+def position_at(facts: RunFacts, epoch: int, seen: int, path: Path) -> Position:
     """The counters of a run with ``facts`` after ``seen`` batches of ``epoch``: whole epochs of
     ``batches_per_epoch`` batches (or the epochs of its stages), one optimizer step per
     accumulation window, plus the offsets the run carries from a resume on another number of
     processes."""
-    batches, accumulation = facts["batches_per_epoch"], facts["grad_accumulation_steps"]
+    batches, accumulation = facts.batches_per_epoch, facts.grad_accumulation_steps
     if batches is None:
-        # A stream without a length: its epochs' lengths are known only to the run that read
-        # them, so only the position within the epoch can be told.
-        return {"batches_seen_in_epoch": seen}
-    if facts.get("stages"):
-        layout = StageLayout.from_facts(facts["stages"], accumulation)
+        return Position(batches_seen_in_epoch=seen)
+    if facts.stages:
+        layout = StageLayout.from_stage_facts(facts.stages, accumulation)
         if epoch > layout.epochs:
             raise CheckpointError(
                 f"{path}: epoch is {epoch}, but this run's stages take {layout.epochs} epochs"
@@ -76,78 +67,74 @@ def counters_at(facts: Mapping[str, Any], epoch: int, seen: int, path: Path) -> 
         steps_per_epoch = -(-batches // accumulation)
         step = epoch * steps_per_epoch + -(-seen // accumulation)
         iteration = epoch * batches + seen
-    return {
-        "batches_seen_in_epoch": min(seen, batches),
-        "global_step": step + int(facts.get("step_offset", 0)),
-        "batch_iteration": iteration + int(facts.get("iteration_offset", 0)),
-    }
+    return Position(
+        batches_seen_in_epoch=min(seen, batches),
+        global_step=step + facts.step_offset,
+        batch_iteration=iteration + facts.iteration_offset,
+    )
 
 
-def check_position(state: TrainingState, facts: Mapping[str, Any], path: Path) -> None:
+def check_position(state: TrainingState, facts: RunFacts, path: Path) -> None:
     """The counters of a resumed state must describe a moment of the run that made it (whose
     ``facts`` its manifest holds)."""
     seen = state.batches_seen_in_epoch
-    expected = counters_at(facts, state.epoch, seen, path)
-    for field, value in expected.items():
-        found = getattr(state, field)
-        if found != value:
+    expected = position_at(facts, state.epoch, seen, path)
+    for field in attrs.fields(Position):
+        value = getattr(expected, field.name)
+        found = getattr(state, field.name)
+        if value is not None and found != value:
             raise CheckpointError(
-                f"{path}: {field} is {found}, but with epoch={state.epoch}, "
-                f"batches_seen_in_epoch={seen}, {facts['batches_per_epoch']} batches per epoch "
-                f"and accumulation {facts['grad_accumulation_steps']} it must be {value}; the "
+                f"{path}: {field.name} is {found}, but with epoch={state.epoch}, "
+                f"batches_seen_in_epoch={seen}, {facts.batches_per_epoch} batches per epoch "
+                f"and accumulation {facts.grad_accumulation_steps} it must be {value}; the "
                 "state does not describe a moment of this run"
             )
 
 
-def seen_here(state: TrainingState, made: Mapping[str, Any], now: Mapping[str, Any]) -> int | None:
+def seen_here(state: TrainingState, made: RunFacts, now: RunFacts) -> int | None:
     """The batches of ``state``'s epoch each of this run's processes has consumed at the
-    checkpoint's moment, or None when this run cannot start there. ``made`` is the manifest of
-    the checkpoint, ``now`` this run's facts."""
-    seen, made_on, now_on = state.batches_seen_in_epoch, made["world_size"], now["world_size"]
+    checkpoint's moment, or None when this run cannot start there. ``made`` are the facts of
+    the run that made the checkpoint, ``now`` this run's."""
+    seen, made_on, now_on = state.batches_seen_in_epoch, made.world_size, now.world_size
     if made_on == now_on or seen == 0:
         return seen
-    if made["batches_per_epoch"] is None:
+    if made.batches_per_epoch is None or now.batches_per_epoch is None:
         return None  # a stream without a length: where its epoch stands elsewhere is unknown
-    if seen >= made["batches_per_epoch"]:
-        return int(now["batches_per_epoch"])  # read to its end; only its closing is left
-    known = made.get("order_batches")
-    if known is None or known != now.get("order_batches"):
+    if seen >= made.batches_per_epoch:
+        return now.batches_per_epoch  # read to its end; only its closing is left
+    if made.order_batches is None or made.order_batches != now.order_batches:
         return None
-    consumed, window = seen * made_on, now_on * now["grad_accumulation_steps"]
+    consumed, window = seen * made_on, now_on * now.grad_accumulation_steps
     return consumed // now_on if consumed % window == 0 else None
 
 
-def fitting_counts(state: TrainingState, made: Mapping[str, Any]) -> list[int]:
+def fitting_counts(state: TrainingState, made: RunFacts) -> list[int]:
     """The numbers of processes that split the batches consumed of the checkpoint's epoch into
     whole accumulation windows each."""
-    windows = state.batches_seen_in_epoch * made["world_size"] // made["grad_accumulation_steps"]
+    windows = state.batches_seen_in_epoch * made.world_size // made.grad_accumulation_steps
     return [count for count in range(1, windows + 1) if windows % count == 0]
 
 
-def refusal(
-    state: TrainingState, made: Mapping[str, Any], now: Mapping[str, Any], earlier: str | None
-) -> str:
+def refusal(state: TrainingState, made: RunFacts, now: RunFacts, earlier: str | None) -> str:
     """Why this run cannot start at ``state``'s moment, and what would: another number of
     processes, an earlier checkpoint (``earlier``: its index and moment), or a fresh start."""
-    seen, made_on, now_on = state.batches_seen_in_epoch, made["world_size"], now["world_size"]
-    accumulation = now["grad_accumulation_steps"]
+    seen, made_on, now_on = state.batches_seen_in_epoch, made.world_size, now.world_size
+    accumulation = now.grad_accumulation_steps
     each = "" if made_on == 1 else f" ({seen} on each of {processes(made_on)})"
     where = (
         f"it was made at batch {seen} of epoch {state.epoch + 1} (step {state.global_step}), "
         f"after {seen * made_on} batches of the epoch's order{each}"
     )
     todo = []
-    if "order_batches" not in made:
-        why = "its manifest does not record the batches of that order (an older accmt-trainer)"
-    elif made["order_batches"] is None or now.get("order_batches") is None:
+    if made.order_batches is None or now.order_batches is None:
         why = (
             "this run cannot count the batches of that order (a loader without a length, or "
             "one that deals its batches itself), so it cannot find that moment"
         )
-    elif made["order_batches"] != now["order_batches"]:
+    elif made.order_batches != now.order_batches:
         why = (
-            f"that order had {made['order_batches']} batches an epoch, and this run's has "
-            f"{now['order_batches']}: the data or the batch size differs"
+            f"that order had {made.order_batches} batches an epoch, and this run's has "
+            f"{now.order_batches}: the data or the batch size differs"
         )
     else:
         counts = fitting_counts(state, made)
@@ -165,31 +152,30 @@ def refusal(
     return f"{where}; {why}. To go on: {'; or '.join(todo)}"
 
 
-def resized_facts(facts: Mapping[str, Any], state: TrainingState, path: Path) -> dict[str, Any]:
+def resized_facts(facts: RunFacts, state: TrainingState, path: Path) -> RunFacts:
     """This run's facts with the offsets between ``state``'s counters (mapped onto this run)
     and what this run's own count from its first step would be."""
-    plain = {key: value for key, value in facts.items() if key not in OFFSETS}
-    counted = counters_at(plain, state.epoch, state.batches_seen_in_epoch, path)
-    return {
-        **plain,
-        "step_offset": state.global_step - counted.get("global_step", state.global_step),
-        "iteration_offset": state.batch_iteration
-        - counted.get("batch_iteration", state.batch_iteration),
-    }
+    plain = facts.with_offsets(0, 0)
+    counted = position_at(plain, state.epoch, state.batches_seen_in_epoch, path)
+    step, iteration = counted.global_step, counted.batch_iteration
+    return facts.with_offsets(
+        0 if step is None else state.global_step - step,
+        0 if iteration is None else state.batch_iteration - iteration,
+    )
 
 
-def parts_of(rank: int, made_on: int, now_on: int) -> list[int]:
-    """The ranks of the checkpoint whose own parts (loss sums and counts) process ``rank`` of
-    this run takes: every ``now_on``-th from ``rank``, so that each part is taken once."""
+def ranks_taken_over(rank: int, made_on: int, now_on: int) -> list[int]:
+    """The ranks of the checkpoint whose losses (loss sums and counts) process ``rank`` of
+    this run takes: every ``now_on``-th from ``rank``, so that each is taken once."""
     return list(range(rank, made_on, now_on)) if made_on != now_on else [rank]
 
 
-def merge_parts(parts: Sequence[Mapping[str, Any]], like: Mapping[str, Any]) -> dict[str, Any]:
+def merge_losses(losses: Sequence[Mapping[str, Any]], like: Mapping[str, Any]) -> dict[str, Any]:
     """Loss windows of several processes as one: sums, counts and items added, so that the mean
-    over every process is the same. ``like`` gives the keys when there is no part to take."""
+    over every process is the same. ``like`` gives the keys when there are none to take."""
     merged: dict[str, Any] = {}
     for key in like:
-        windows = [part[key] for part in parts]
+        windows = [each[key] for each in losses]
         zero = torch.zeros((), dtype=torch.float64)
         total = sum((w["total"] for w in windows), zero)
         items = sum((w.get("items", zero) for w in windows), zero)
@@ -235,7 +221,3 @@ def resize_warning(checkpoint: Path, made_on: int, now_on: int) -> str:
         "process takes the RNG state of the process of its rank, if the checkpoint has one) "
         "and the float order in which gradients are averaged across processes"
     )
-
-
-def processes(count: Any) -> str:
-    return "1 process" if count == 1 else f"{count} processes"

@@ -56,6 +56,11 @@ def console_lines(main_process: bool) -> Iterator[None]:
         logger.setLevel(level)
 
 
+def processes(count: int) -> str:
+    """``1 process``, ``2 processes``: how a line names a number of processes."""
+    return "1 process" if count == 1 else f"{count} processes"
+
+
 def number(value: float) -> str:
     """A value as the console and the progress bar show it: 4 decimals, or 4 significant
     digits when it is very small or very large."""

@@ -3,7 +3,7 @@ each epoch's loader and batches, and the checks that no dataset or loader is emp
 
 from ._checks import check_data, check_datasets, check_not_empty
 from ._curriculum import Curriculum, RangeCurriculum, RatioCurriculum, StepsCurriculum
-from ._epoch_plan import EpochPlan, StageLayout, order_batches
+from ._epoch_plan import EpochPlan, StageLayout, epoch_batches, order_batches
 from ._loaders import (
     LoaderOptions,
     evaluation_loader,
@@ -34,6 +34,7 @@ __all__ = [
     "check_datasets",
     "check_not_empty",
     "check_stream",
+    "epoch_batches",
     "evaluation_loader",
     "length_or_none",
     "named_sets",

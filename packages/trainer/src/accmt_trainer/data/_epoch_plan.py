@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from accelerate.data_loader import BatchSamplerShard, DataLoaderDispatcher, DataLoaderShard
 from torch.utils.data import BatchSampler, IterableDataset
 
 from ._loaders import length_or_none
+from ._streams import reads_from_state
+
+if TYPE_CHECKING:
+    from accelerate import Accelerator
 
 
 @attrs.frozen
@@ -62,13 +66,14 @@ class StageLayout:
             step, batches = step + math.ceil(read / self.accumulation), batches + read
         return step + math.ceil(seen / self.accumulation), batches + seen
 
-    def facts(self) -> list[list[int]]:
-        return [[end, length] for end, length in zip(self.end_steps, self.lengths, strict=True)]
+    def stage_facts(self) -> tuple[tuple[int, int], ...]:
+        """``(end step, batches of a pass)`` per stage: what a checkpoint records of them."""
+        return tuple(zip(self.end_steps, self.lengths, strict=True))
 
     @classmethod
-    def from_facts(cls, facts: Sequence[Sequence[int]], accumulation: int) -> StageLayout:
+    def from_stage_facts(cls, stages: Sequence[tuple[int, int]], accumulation: int) -> StageLayout:
         return cls(
-            tuple(end for end, _ in facts), tuple(length for _, length in facts), accumulation
+            tuple(end for end, _ in stages), tuple(length for _, length in stages), accumulation
         )
 
 
@@ -101,14 +106,20 @@ class EpochPlan:
         """The index of the stage ``epoch`` belongs to (0 for one dataset)."""
         return 0 if self.layout is None else self.layout.epoch(epoch)[0]
 
-    def facts(self) -> dict[str, Any]:
-        """What a checkpoint must agree with, for the position within an epoch to hold."""
-        stages = None if self.layout is None else self.layout.facts()
-        return {
-            "batches_per_epoch": length_or_none(self.loaders[0]),
-            "order_batches": order_batches(self.loaders[0]),
-            "stages": stages,
-        }
+    @property
+    def batches_per_epoch(self) -> int | None:
+        """Batches of one pass of the first loader on this process (None: no length)."""
+        return length_or_none(self.loaders[0])
+
+    @property
+    def order_batches(self) -> int | None:
+        """Batches of one pass of the order Accelerate deals out (:func:`order_batches`)."""
+        return order_batches(self.loaders[0])
+
+    @property
+    def stage_facts(self) -> tuple[tuple[int, int], ...] | None:
+        """The stages as a checkpoint records them, or None for one dataset."""
+        return None if self.layout is None else self.layout.stage_facts()
 
 
 def order_batches(loader: Any) -> int | None:
@@ -124,3 +135,17 @@ def order_batches(loader: Any) -> int | None:
         return len(sampler)
     except TypeError:
         return None
+
+
+def epoch_batches(accelerator: Accelerator, loader: Any, epoch: int, seen: int) -> Any:
+    """The batches ``loader`` gives in ``epoch``, past the ``seen`` that a resumed run already
+    consumed (a loader that resumes from its own state starts at its place)."""
+    loader.set_epoch(epoch)
+    # A collate_fn whose randomness follows the epoch (accmt-collators' masking ones)
+    # learns it here, before the iterator copies it into DataLoader workers.
+    set_collate_epoch = getattr(loader.collate_fn, "set_epoch", None)
+    if callable(set_collate_epoch):
+        set_collate_epoch(epoch)
+    done = 0 if reads_from_state(loader) else seen
+    # Skips by index where the sampler allows: skipped samples are never loaded.
+    return accelerator.skip_first_batches(loader, done) if done else loader

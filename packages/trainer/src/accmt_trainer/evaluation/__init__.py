@@ -4,7 +4,7 @@ and losses kept on the device (a validation set's own, token-weighted with ``num
 
 from ._consolidation import Extra, Predicate, make_consolidation
 from ._evaluation import Evaluation, EvaluationOptions, Results
-from ._loss_window import Items, LossWindow
+from ._loss_window import Items, LossWindow, TrainingLosses
 from ._metric_sets import MetricsOption, metrics_per_set
 from ._step_outputs import TrainingOutput, check_training_loss, split_training_output
 
@@ -17,6 +17,7 @@ __all__ = [
     "MetricsOption",
     "Predicate",
     "Results",
+    "TrainingLosses",
     "TrainingOutput",
     "check_training_loss",
     "make_consolidation",

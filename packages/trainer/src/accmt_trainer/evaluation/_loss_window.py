@@ -106,3 +106,23 @@ class LossWindow:
         self.count = self.losses = 0
         total, weight_sum, added = (float(x) for x in summed.tolist())
         return LossTotals(total, weight_sum, int(added))
+
+
+@attrs.frozen
+class TrainingLosses:
+    """One process's training loss windows: since the last log, and over the epoch. Each
+    checkpoint holds every process's own (``process_<rank>.safetensors``)."""
+
+    since_log: LossWindow
+    epoch: LossWindow
+
+    @classmethod
+    def on(cls, device: torch.device) -> TrainingLosses:
+        return cls(LossWindow(device), LossWindow(device))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"window": self.since_log.state_dict(), "epoch": self.epoch.state_dict()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.since_log.load_state_dict(state["window"])
+        self.epoch.load_state_dict(state["epoch"])

@@ -3,18 +3,19 @@ step, best models and patience, the non-finite guard), the training loop, the na
 before the first step, and the lines it says."""
 
 from ._best_models import BestModelOptions
-from ._fit import Fit, OfLatestFit
+from ._fit import Fit
 from ._nonfinite import NonFinitePolicy
 from ._optimizer_step import OptimizerStep, StepOptions, direct_optimizer
 from ._options import FitOptions
+from ._setup import Run
 
 __all__ = [
     "BestModelOptions",
     "Fit",
     "FitOptions",
     "NonFinitePolicy",
-    "OfLatestFit",
     "OptimizerStep",
+    "Run",
     "StepOptions",
     "direct_optimizer",
 ]

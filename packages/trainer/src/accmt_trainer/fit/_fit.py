@@ -4,7 +4,6 @@ its owners and loop), from the fit's options to the run's end."""
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accelerate.utils import set_seed
@@ -13,10 +12,11 @@ from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState
 
 from .._errors import TrainerConfigError
-from .._module import RunHandle, bind_module
+from .._module import RunHandle, TrainerProtocol, bind_module
 from ..checkpointing import (
     Checkpoints,
     FolderLock,
+    RunFacts,
     Start,
     check_writable,
     resize_warning,
@@ -38,20 +38,21 @@ from ..runtime import (
 )
 from ._loop import TrainingLoop
 from ._options import FitOptions
-from ._owners import build_owners
+from ._owners import Owners, build_owners
+from ._resume import Resume
 from ._sanity_check import check_names
-from ._setup import Run, prepare_run
+from ._setup import Run, prepare_data, prepare_run
 from ._start_lines import finished_line, start_line, stopped_line
 from ._weight_average import WeightAverage
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
     from torch.utils.data import Dataset
 
     from .._module import AcceleratorModule, LogValues
     from ..checkpointing import Checkpointable, SavingRule
-    from ..data import EpochPlan, Stages
+    from ..data import Stages
 
     Datasets = tuple[Dataset[Any] | Stages, dict[str, Dataset[Any]]]
 
@@ -82,8 +83,8 @@ class Fit:
         """The run's exponential moving average of the weights (``ema_decay``), or None."""
         self.handle: RunHandle | None = None
         """What the module reaches of this run (its optimizer step and trackers)."""
-        self.start = Start(facts={})
-        """Where the run starts: afresh, or a checkpoint's moment (set as the run is prepared)."""
+        self.start: Start | None = None
+        """Where the run starts: afresh, or a checkpoint's moment (found as the run is prepared)."""
         self.started = False
         """Whether the run got past its checks and writes into its folders."""
         self.tracker_runs = TrackerRuns()
@@ -93,9 +94,9 @@ class Fit:
         as ``"loss"``), for a callback's ``on_fit_start`` to check the names it will read
         (``self.trainer.latest_fit.reported_names``). None before the check, or without it."""
 
-    def train(self, datasets: Datasets, runner: object) -> TrainingState:
+    def train(self, datasets: Datasets, trainer: TrainerProtocol) -> TrainingState:
         """Prepare the run, resume it if a checkpoint says so, and train it to its end. A run
-        that fails before its first step leaves its folders as it found them. ``runner`` is
+        that fails before its first step leaves its folders as it found them. ``trainer`` is
         what the callbacks see as their ``trainer``."""
         options = self.options
         seed = options.accelerator_options.seed
@@ -113,7 +114,7 @@ class Fit:
                 check_datasets(*datasets)
                 check_stream(datasets[0], options.loader_options, options.hps.max_steps)
                 try:
-                    return self._train(datasets, runner)
+                    return self._train(datasets, trainer)
                 finally:
                     self._release()
 
@@ -139,75 +140,74 @@ class Fit:
             if not shards_the_model(self.accelerator):
                 self.module.model = own_model(self.module.model)
 
-    def _train(self, datasets: Datasets, runner: object) -> TrainingState:
+    def _train(self, datasets: Datasets, trainer: TrainerProtocol) -> TrainingState:
         options, accelerator, callbacks = self.options, self.accelerator, self.callbacks
-        saving = options.checkpoint_options
+        saving, hps = options.checkpoint_options, options.hps
         self.average = average = self._weight_average()
+        objects = [*self.checkpointed, *([average] if average else [])]
         checkpoints = Checkpoints(
             options.model_path / "checkpoints",
             accelerator,
             max_checkpoints=saving.max_checkpoints,
-            objects=[*self.checkpointed, *([average] if average else [])],
+            objects=objects,
             background=saving.checkpoint_async,
         )
-
-        def locate(plan: EpochPlan) -> int:
-            """Once the loaders are prepared: the checkpoint to resume, sizing the schedule."""
-            hps = options.hps
-            facts = run_facts(accelerator, plan, hps.train_batch_size, hps.max_steps)
-            self.start = checkpoints.start(saving.resume, facts, look=saving.resumes)
-            return self.start.step_offset
-
-        self.run = run = prepare_run(
+        data = prepare_data(
             accelerator,
             self.module,
-            options.hps,
+            hps,
             datasets,
             options.loader_options,
             options.evaluation_options.metrics,
             options.accelerator_options.gradient_checkpointing,
-            step_offset=locate,
         )
+        # Where the run starts, found once the loaders are prepared (they tell its position
+        # in the data) and before the schedule is sized (a resume on another number of
+        # processes carries the checkpoint's step counter).
+        facts = run_facts(accelerator, data.plan, hps.train_batch_size, hps.max_steps)
+        self.start = start = checkpoints.start(saving.resume, facts, look=saving.resumes)
+        self.run = run = prepare_run(accelerator, self.module, hps, data, start.facts.step_offset)
         if average is not None:
             average.start()  # from the weights the run starts with, where they train
-        start = self.start
-        resuming, process_state = start.folder, start.process_state
         self.state = state = start.state or TrainingState()
         callbacks.clear_stop()
-        self.loop = loop = self._build_loop(run, state, checkpoints, start.facts, runner)
-        if resuming is not None and process_state is not None:
-            checkpoints.load_rest(resuming, callbacks)
-            loop.restore(process_state)
-            if loop.reached_end():
-                # Nothing to train; the model is left as the run finished it.
-                checkpoints.clear_way(saving.resume, resuming)
-                checkpoints.load_accelerate(resuming)
-                if accelerator.is_main_process:
-                    logger.warning("%s", finished_line(options.model_path, state))
-                return state
+        owners = self._build_owners(run, state, checkpoints, trainer)
+        resume = None
+        if start.folder is not None:
+            resume = Resume(start, run, owners.losses, callbacks, objects)
+        if resume is not None and run.reached_end(state):
+            resume.restore()  # nothing to train; the model is left as the run finished it
+            checkpoints.clear_way(saving.resume, start.folder)
+            if accelerator.is_main_process:
+                logger.warning("%s", finished_line(options.model_path, state))
+            return state
         if options.sanity_check:
-            self.reported_names = reported = loop.owners.evaluation.sanity_check()
-            rules = loop.owners.best_models.rules
-            check_names(reported, rules, list(callbacks.callbacks))
+            self.reported_names = reported = owners.evaluation.sanity_check()
+            check_names(reported, owners.best_models.rules, list(callbacks.callbacks))
         self.started = True  # from here on the run writes into its folders
-        checkpoints.clear_way(saving.resume, resuming)
-        hps, first_step = options.hps.to_dict(), state.global_step + 1 if resuming else 0
+        checkpoints.clear_way(saving.resume, start.folder)
+        first_step = state.global_step + 1 if resume else 0
         self.tracker_runs = start_trackers(
             accelerator,
             options.logging_options,
-            hps,
+            hps.to_dict(),
             first_step=first_step,
             continued=start.tracker_runs,
         )
-        checkpoints.tracker_runs = dict(self.tracker_runs.ids)
-        if accelerator.is_main_process:
-            if resuming is not None and start.made_on is not None:
-                made_on, now_on = start.made_on, accelerator.num_processes
-                warnings.warn(resize_warning(resuming, made_on, now_on), stacklevel=4)
-            batches = run.plan.epoch(min(state.epoch, run.epochs - 1))[1]
-            line = start_line(options.model_path, start, state, run, batches)
-            logger.info("%s", line)
-        return self._drive(loop, resuming)
+        self._say_start(start, run, state)
+        rest = None if resume is None else resume.restore()
+        self.loop = loop = self._build_loop(run, state, owners, start.facts, resumed=bool(resume))
+        return self._drive(loop, rest)
+
+    def _say_start(self, start: Start, run: Run, state: TrainingState) -> None:
+        accelerator = self.accelerator
+        if not accelerator.is_main_process:
+            return
+        if start.folder is not None and start.made_on is not None:
+            made_on, now_on = start.made_on, accelerator.num_processes
+            warnings.warn(resize_warning(start.folder, made_on, now_on), stacklevel=5)
+        batches = run.plan.epoch(min(state.epoch, run.epochs - 1))[1]
+        logger.info("%s", start_line(self.options.model_path, start, state, run, batches))
 
     def _weight_average(self) -> WeightAverage | None:
         decay = self.options.ema_decay
@@ -221,16 +221,10 @@ class Fit:
             )
         return WeightAverage(self.module.model, decay)
 
-    def _build_loop(
-        self,
-        run: Run,
-        state: TrainingState,
-        checkpoints: Checkpoints,
-        facts: Mapping[str, Any],
-        runner: object,
-    ) -> TrainingLoop:
-        """The run's owners around ``state``, and the loop that drives them; the module and the
-        callbacks are bound to this run."""
+    def _build_owners(
+        self, run: Run, state: TrainingState, checkpoints: Checkpoints, trainer: TrainerProtocol
+    ) -> Owners:
+        """The run's owners around ``state``; the module and the callbacks are bound to it."""
         options, module, callbacks = self.options, self.module, self.callbacks
         owners = build_owners(
             options,
@@ -245,25 +239,33 @@ class Fit:
         )
         self.handle = RunHandle(owners.optimizer_step, self.log)
         bind_module(module, run.accelerator, state, self.handle)
-        callbacks.bind(module=module, trainer=runner, state=state)
+        callbacks.bind(module=module, trainer=trainer, state=state)
+        return owners
+
+    def _build_loop(
+        self, run: Run, state: TrainingState, owners: Owners, facts: RunFacts, *, resumed: bool
+    ) -> TrainingLoop:
+        options = self.options
         return TrainingLoop(
             run,
-            module,
+            self.module,
             state,
-            callbacks,
+            self.callbacks,
             owners,
             evaluation_options=options.evaluation_options,
             logging_options=options.logging_options,
             checkpoint_schedule=options.checkpoint_options.schedule,
             log=self.log,
-            run_facts=facts,
+            facts=facts,
+            tracker_runs=self.tracker_runs.ids,
+            resumed=resumed,
         )
 
-    def _drive(self, loop: TrainingLoop, resuming: Path | None) -> TrainingState:
+    def _drive(self, loop: TrainingLoop, rest: Iterator[Any] | None) -> TrainingState:
         checkpoints, callbacks = loop.owners.checkpoints, self.callbacks
         try:
             with stop_on_signals(callbacks.request_stop, self.options.handle_signals):
-                loop.fit(resuming)
+                loop.fit(rest)
             checkpoints.wait()
         except BaseException as error:
             try:
@@ -283,33 +285,3 @@ class Fit:
             line = stopped_line(callbacks.stop_reason, state, newest[-1] if newest else None)
             logger.warning("%s", line)
         return state
-
-
-_NO_DEFAULT = object()
-
-
-class OfLatestFit:
-    """A read-only attribute of the object that runs fits (its ``latest_fit``) that is the
-    latest fit's: its accelerator, prepared model, optimizer, scheduler or reported names.
-    Before any fit it is ``before_fit`` when given, else reading it raises AttributeError."""
-
-    _OF_THE_FIT = ("accelerator", "reported_names")  # the others are the prepared run's
-
-    def __init__(self, before_fit: Any = _NO_DEFAULT) -> None:
-        self.before_fit = before_fit
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, runner: Any, owner: type | None = None) -> Any:
-        if runner is None:
-            return self
-        fit: Fit | None = runner.latest_fit
-        if fit is None and self.before_fit is not _NO_DEFAULT:
-            return self.before_fit
-        source = fit if self.name in self._OF_THE_FIT or fit is None else fit.run
-        if source is None:
-            raise AttributeError(
-                f"{type(runner).__name__}.{self.name} exists once fit has prepared the run"
-            )
-        return getattr(source, self.name)

@@ -6,23 +6,19 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from torch.utils.data import IterableDataset
 
 from accmt_callbacks import CallbackHandler
 
 from .._errors import StepOutputError
 from .._module import ExtendedAcceleratorModule
-from ..checkpointing import CheckpointSchedule, Unit, restore_lengths, schedule_lengths
+from ..checkpointing import CheckpointSchedule, RunFacts, Unit
 from ..console import evaluation_postfix, logger, metrics_line
-from ..data import reads_from_state
-from ..evaluation import EvaluationOptions, LossWindow, split_training_output
-from ..runtime import LoggingOptions, Usage, kept_rng_states
+from ..data import epoch_batches
+from ..evaluation import EvaluationOptions, split_training_output
+from ..runtime import LoggingOptions, Usage
 from ._owners import Owners
 from ._setup import Run
-from ._start_lines import replay_line
 from ._throughput import Throughput
 
 if TYPE_CHECKING:
@@ -30,7 +26,6 @@ if TYPE_CHECKING:
 
     from .._module import AcceleratorModule, LogValues
 
-_END = object()
 _NO_CONTEXT = contextlib.nullcontext()
 
 
@@ -49,21 +44,28 @@ class TrainingLoop:
         logging_options: LoggingOptions,
         checkpoint_schedule: CheckpointSchedule | None,
         log: LogValues,
-        run_facts: Mapping[str, Any],
+        facts: RunFacts,
+        tracker_runs: Mapping[str, str],
+        resumed: bool,
     ) -> None:
         self.run, self.module, self.state = run, module, state
         self.callbacks, self.owners = callbacks, owners
         self.evaluation_options, self.logging_options = evaluation_options, logging_options
-        self.checkpoint_schedule, self.log, self.run_facts = checkpoint_schedule, log, run_facts
+        self.checkpoint_schedule, self.log = checkpoint_schedule, log
+        self.facts, self.tracker_runs = facts, dict(tracker_runs)
+        """What every checkpoint records: the run's facts and the tracker runs it continues."""
+        self.resumed = resumed
+        """Whether the run goes on from a checkpoint (``Resume`` fired its start hooks)."""
         device = run.accelerator.device
-        self.loss_since_log, self.epoch_loss = LossWindow(device), LossWindow(device)
+        self.losses = owners.losses
         self._extended = isinstance(module, ExtendedAcceleratorModule)
         # Without accumulation every batch steps: Accelerate's accumulate() would only add its
         # bookkeeping to each step. Its flag must still say that gradients sync.
         self._accumulating = run.accelerator.gradient_accumulation_steps > 1
         if not self._accumulating:
             run.accelerator.sync_gradients = True
-        self._last_checkpoint: tuple[int, int, int] | None = None
+        # A resumed run's moment is its checkpoint's, which is not written again.
+        self._last_checkpoint = self._moment() if resumed else None
         self.throughput = Throughput(logging_options.monitor, run.accelerator, run.train_batch_size)
         self.usage = Usage(
             logging_options.monitor, device, main_process=run.accelerator.is_main_process
@@ -75,22 +77,15 @@ class TrainingLoop:
 
     def reached_end(self) -> bool:
         """Whether the run did all its epochs or its ``max_steps``: it is finished."""
-        state = self.state
-        return state.epoch >= self.run.epochs or state.global_step >= self.run.total_steps
+        return self.run.reached_end(self.state)
 
-    def restore(self, process_state: Mapping[str, Any]) -> None:
-        """Take the loss windows of a checkpoint; this moment is that checkpoint."""
-        self.loss_since_log.load_state_dict(process_state["window"])
-        self.epoch_loss.load_state_dict(process_state["epoch"])
-        self._last_checkpoint = self._moment()
-
-    def fit(self, resuming: Path | None) -> None:
+    def fit(self, rest: Iterator[Any] | None) -> None:
+        """Train to the run's end or an agreed stop; ``rest`` is a resumed epoch's batches."""
         self.usage.restart()
-        self.callbacks.call("on_fit_start")
-        rest = self._resume(resuming) if resuming is not None else None
-        start = self.evaluation_options.eval_when_start and resuming is None
-        if start and self.owners.evaluation.has_data:
-            self._evaluate()
+        if not self.resumed:  # a resume fired its start hooks as it read the checkpoint back
+            self.callbacks.call("on_fit_start")
+            if self.evaluation_options.eval_when_start and self.owners.evaluation.has_data:
+                self._evaluate()
         self.owners.profiler.at_step(self.state.global_step)
         while not (self.reached_end() or self.owners.stop.agreed):
             self._train_epoch(rest)
@@ -111,41 +106,6 @@ class TrainingLoop:
         self.run.accelerator.wait_for_everyone()
         self.callbacks.call("on_fit_end")
 
-    def _resume(self, folder: Path) -> Iterator[Any] | None:
-        """Restore model, optimizer, scheduler, scaler and RNGs, fire on_resume, and return the
-        rest of the interrupted epoch's batches (None when it stopped between epochs)."""
-        rest: Iterator[Any] | None = None
-        self._enter_stage()  # a checkpoint of schema 3 had no stage index
-        loader = self.run.plan.epoch(self.state.epoch)[0]
-        within = self.state.batches_seen_in_epoch > 0
-        from_state = within and reads_from_state(loader)
-        if within and not from_state:
-            # Starting an epoch's iterator draws from the global RNG. The interrupted run drew
-            # before its checkpoint, so this run draws first and restores the RNGs after.
-            self._say_replayed(loader)
-            rest = self._rest_of_epoch(loader)
-        # The schedule keeps this run's length, where the scheduler's state holds the
-        # checkpoint's (a resume on another number of processes, or with more epochs).
-        lengths = schedule_lengths(self.run.scheduler)
-        self.owners.checkpoints.load_accelerate(folder)  # a stateful loader's place too
-        restore_lengths(lengths)
-        if from_state:
-            # The loader starts at its restored place; its iterator's draw from the RNGs was
-            # the interrupted run's, before its checkpoint, so it is given back.
-            with kept_rng_states():
-                rest = self._rest_of_epoch(loader)
-        self.callbacks.call("on_resume")
-        return rest
-
-    def _rest_of_epoch(self, loader: Any) -> Iterator[Any]:
-        batches = iter(self._epoch_loader(loader))
-        first = next(batches, _END)
-        return iter(()) if first is _END else itertools.chain([first], batches)
-
-    def _say_replayed(self, loader: Any) -> None:
-        if isinstance(loader.dataset, IterableDataset) and self.run.accelerator.is_main_process:
-            logger.info("%s", replay_line(self.state.batches_seen_in_epoch, self.state.epoch))
-
     # --------------------------------------------------------------------------- epoch
 
     def _train_epoch(self, rest: Iterator[Any] | None) -> None:
@@ -165,7 +125,8 @@ class TrainingLoop:
             state.epoch, self.run.epochs, total, state.batches_seen_in_epoch
         )
         self.throughput.restart(state.batch_iteration)
-        batches = rest or iter(self._epoch_loader(loader))
+        seen = state.batches_seen_in_epoch
+        batches = rest or iter(epoch_batches(self.run.accelerator, loader, state.epoch, seen))
         if total is not None and total < len(loader):
             batches = itertools.islice(batches, total - state.batches_seen_in_epoch)
         gradient_state = self.run.accelerator.gradient_state
@@ -190,22 +151,10 @@ class TrainingLoop:
         validators, like every assignment to the state."""
         self.state.train_dataloader_idx = self.run.plan.stage(self.state.epoch)
 
-    def _epoch_loader(self, loader: Any) -> Any:
-        """This epoch's batches of ``loader``, past those a resumed run already consumed."""
-        loader.set_epoch(self.state.epoch)
-        # A collate_fn whose randomness follows the epoch (accmt-collators' masking ones)
-        # learns it here, before the iterator copies it into DataLoader workers.
-        set_collate_epoch = getattr(loader.collate_fn, "set_epoch", None)
-        if callable(set_collate_epoch):
-            set_collate_epoch(self.state.epoch)
-        done = 0 if reads_from_state(loader) else self.state.batches_seen_in_epoch
-        # Skips by index where the sampler allows: skipped samples are never loaded.
-        return self.run.accelerator.skip_first_batches(loader, done) if done else loader
-
     def _end_epoch(self) -> None:
         state, owners = self.state, self.owners
         state.is_end_of_epoch = True
-        train_loss = self.epoch_loss.reduce_mean(self.run.accelerator)
+        train_loss = self.losses.epoch.reduce_mean(self.run.accelerator)
         if train_loss is not None and train_loss < state.best_train_loss:
             state.best_train_loss = train_loss
         owners.optimizer_step.end_epoch()
@@ -247,8 +196,8 @@ class TrainingLoop:
         if loss is not None:
             detached = loss.detach()
             if owners.guard.add(detached, state.global_step + 1):
-                self.loss_since_log.add(detached, items)
-                self.epoch_loss.add(detached, items)
+                self.losses.since_log.add(detached, items)
+                self.losses.epoch.add(detached, items)
         owners.progress.advance()
         state.batch_iteration += 1
         state.batches_seen_in_epoch += 1
@@ -334,15 +283,15 @@ class TrainingLoop:
         self._last_checkpoint = self._moment()
         self.callbacks.call("on_save_checkpoint")
         self.state.num_checkpoints_made += 1
-        losses = {"window": self.loss_since_log.state_dict(), "epoch": self.epoch_loss.state_dict()}
         teacher = self.module.teacher
         models = [self.run.model] if teacher is None else [self.run.model, teacher]
         self.owners.checkpoints.save(
             self.state.num_checkpoints_made,
-            self.run_facts,
+            self.facts,
             self.state,
             self.callbacks,
-            losses,
+            self.losses.state_dict(),
+            tracker_runs=self.tracker_runs,
             snapshot_of=(models, self.run.optimizer, self.run.scheduler),
         )
 
@@ -351,7 +300,7 @@ class TrainingLoop:
     def _log_training(self) -> None:
         values: dict[str, float] = {}
         monitor, state = self.logging_options.monitor, self.state
-        mean = self.loss_since_log.reduce_mean(self.run.accelerator)
+        mean = self.losses.since_log.reduce_mean(self.run.accelerator)
         self.owners.guard.check_logged_mean(mean)
         if monitor.train_loss and mean is not None:
             values["train/loss"] = mean

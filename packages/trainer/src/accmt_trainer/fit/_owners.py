@@ -12,7 +12,7 @@ from accmt_callbacks import CallbackHandler
 
 from ..checkpointing import Checkpoints, SavingRule
 from ..console import ProgressBar
-from ..evaluation import Evaluation
+from ..evaluation import Evaluation, TrainingLosses
 from ..runtime import StepProfiler
 from ._best_models import BestModels, choose_rules
 from ._nonfinite import NonFiniteGuard
@@ -42,6 +42,8 @@ class Owners:
     """The run's one stop decision, agreed by every process."""
     profiler: StepProfiler
     """``profile_steps``: told each global step the run reaches."""
+    losses: TrainingLosses
+    """This process's training loss windows (since the last log, over the epoch)."""
     average: WeightAverage | None = None
     """The weight average (``ema_decay``): updated after each optimizer step, applied while
     the run evaluates and saves its best models."""
@@ -112,6 +114,7 @@ def build_owners(
             device=accelerator.device.type,
             total_steps=run.total_steps,
         ),
+        losses=TrainingLosses.on(accelerator.device),
         average=average,
     )
 

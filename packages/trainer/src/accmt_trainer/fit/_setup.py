@@ -1,10 +1,11 @@
-"""Building a run's objects from the Trainer's options: the prepared model and loaders, each
-validation set's metrics, the optimizer and scheduler (the Accelerator is ``_accelerator``'s)."""
+"""Building a run's objects from the Trainer's options, in two steps: the prepared model,
+loaders and each validation set's metrics (:func:`prepare_data`), which tell where a resume
+starts; then the optimizer and scheduler sized to the run (:func:`prepare_run`). The
+Accelerator is ``runtime``'s."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -17,7 +18,6 @@ import torch
 # would spend anyway.
 import torch._dynamo
 from accelerate import Accelerator
-from accelerate.data_loader import DataLoaderShard
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LRScheduler
 from torch.utils.data import DataLoader, Dataset, IterableDataset
@@ -33,7 +33,6 @@ from ..data import (
     Stages,
     check_data,
     evaluation_loader,
-    length_or_none,
     prepare_stream_evaluation,
     samples,
     streams_split,
@@ -43,7 +42,20 @@ from ..evaluation import MetricsOption, metrics_per_set
 from ..runtime import shards_the_model
 
 if TYPE_CHECKING:
+    from accmt_state import TrainingState
+
     from ..runtime import GradientCheckpointing
+
+
+@attrs.frozen(kw_only=True)
+class PreparedData:
+    """The model and loaders of one ``fit``, prepared by Accelerate: what sizes the run."""
+
+    model: torch.nn.Module
+    plan: EpochPlan
+    """Which loader each epoch reads, and how many of its batches."""
+    val_loaders: dict[str, DataLoader[Any]]
+    val_metrics: dict[str, list[Metric]]
 
 
 @attrs.define(kw_only=True)
@@ -52,23 +64,23 @@ class Run:
 
     accelerator: Accelerator
     model: torch.nn.Module
-    train_loader: DataLoaderShard
-    """The first stage's loader; ``plan`` says which one each epoch reads."""
     plan: EpochPlan
     val_loaders: dict[str, DataLoader[Any]]
     val_metrics: dict[str, list[Metric]]
     optimizer: Optimizer
     scheduler: LRScheduler | None
-    steps_per_epoch: int | None
-    """None for a stream without a length."""
     total_steps: int
     epochs: int
     """``HyperParameters.epochs``, or for stages the passes they take (``plan``)."""
     train_batch_size: int
     """Samples per training batch on each process."""
 
+    def reached_end(self, state: TrainingState) -> bool:
+        """Whether ``state`` did all the run's epochs or its ``max_steps``: it is finished."""
+        return state.epoch >= self.epochs or state.global_step >= self.total_steps
 
-def prepare_run(
+
+def prepare_data(
     accelerator: Accelerator,
     module: AcceleratorModule,
     hps: HyperParameters,
@@ -76,14 +88,9 @@ def prepare_run(
     loader_options: LoaderOptions,
     metrics: MetricsOption,
     gradient_checkpointing: GradientCheckpointing | None = None,
-    step_offset: Callable[[EpochPlan], int] | None = None,
-) -> Run:
-    """Loaders, model, metrics, optimizer and scheduler, prepared in Accelerate's order.
-
-    ``step_offset`` is asked, once the loaders are prepared and before the schedule is sized,
-    how far the run's ``global_step`` is from what this number of processes would count from
-    the first step (a resume on another number of processes, see ``_resize``): the schedule
-    spans the steps done plus the steps left here."""
+) -> PreparedData:
+    """The model, the training and validation loaders and each set's metrics, prepared in
+    Accelerate's order (the teacher too, frozen)."""
     train_data, val_sets = datasets
     stages = train_data if isinstance(train_data, Stages) else None
     if stages is not None and hps.step_scheduler_per_epoch:
@@ -129,37 +136,54 @@ def prepare_run(
     # The validation sets as one process reads them: with every sample once, a process may
     # have no batch of a small set, which is fine as long as the set has one.
     check_data(plan.loaders, val_loaders)
-    batches = length_or_none(prepared_train[0])
-    if batches is None and hps.max_steps is None:
+    if plan.batches_per_epoch is None and hps.max_steps is None:
         raise TrainerConfigError(
             "Trainer.fit: the training loader has no length (a stream without __len__), so the "
             "run cannot tell how many optimizer steps it takes; give "
             "HyperParameters(max_steps=...)"
         )
-    # A stream without a length: its epochs end where it ends, the run at max_steps.
-    steps_per_epoch = None if batches is None else math.ceil(batches / accumulation)
-    offset = 0 if step_offset is None else step_offset(plan)
-    total_steps = hps.max_steps or 0
-    if steps_per_epoch is not None:
-        total_steps = hps.epochs * steps_per_epoch + offset
-        if hps.max_steps is not None:
-            total_steps = min(total_steps, hps.max_steps)
-    if plan.layout is not None:
-        total_steps = plan.layout.end_steps[-1]
-    epochs = hps.epochs if plan.layout is None else plan.layout.epochs
-    optimizer, scheduler = _optimization(accelerator, module, model, hps, (total_steps, epochs))
-    return Run(
-        accelerator=accelerator,
+    return PreparedData(
         model=model,
-        train_loader=prepared_train[0],
         plan=plan,
         val_loaders=prepared_val,
         val_metrics=metrics_per_set(
             metrics, {k: None if once else samples(val_loaders[k]) for k in val_sets}
         ),
+    )
+
+
+def prepare_run(
+    accelerator: Accelerator,
+    module: AcceleratorModule,
+    hps: HyperParameters,
+    data: PreparedData,
+    step_offset: int,
+) -> Run:
+    """The run around ``data``: its length, and the optimizer and scheduler sized to it.
+    ``step_offset`` is how far the run's ``global_step`` is from what this number of
+    processes counts from the first step (a resume on another number of processes, see
+    ``checkpointing/_resize``): the schedule spans the steps done plus the steps left here."""
+    plan, accumulation = data.plan, accelerator.gradient_accumulation_steps
+    batches = plan.batches_per_epoch
+    total_steps = hps.max_steps or 0
+    if batches is not None:  # a stream without a length: its epochs end where it ends
+        total_steps = hps.epochs * math.ceil(batches / accumulation) + step_offset
+        if hps.max_steps is not None:
+            total_steps = min(total_steps, hps.max_steps)
+    if plan.layout is not None:
+        total_steps = plan.layout.end_steps[-1]
+    epochs = hps.epochs if plan.layout is None else plan.layout.epochs
+    optimizer, scheduler = _optimization(
+        accelerator, module, data.model, hps, (total_steps, epochs)
+    )
+    return Run(
+        accelerator=accelerator,
+        model=data.model,
+        plan=plan,
+        val_loaders=data.val_loaders,
+        val_metrics=data.val_metrics,
         optimizer=optimizer,
         scheduler=scheduler,
-        steps_per_epoch=steps_per_epoch,
         total_steps=total_steps,
         epochs=epochs,
         train_batch_size=hps.train_batch_size,

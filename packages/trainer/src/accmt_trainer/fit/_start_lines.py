@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..checkpointing import processes
+from ..console import processes
 
 if TYPE_CHECKING:
     from accmt_state import TrainingState

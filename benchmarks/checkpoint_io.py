@@ -47,7 +47,7 @@ from accelerate.state import AcceleratorState
 import accmt_trainer.checkpointing._commit as commit
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState
-from accmt_trainer.checkpointing._checkpoints import Checkpoints
+from accmt_trainer.checkpointing._checkpoints import CheckpointOptions, Checkpoints
 from accmt_trainer.checkpointing._parts import load_accelerate_state, read_callback_states
 from accmt_trainer.checkpointing._run_facts import RunFacts
 
@@ -129,9 +129,8 @@ class Setup:
         # One per mode, as in a run: a background one reuses its copy's buffers.
         if background not in self._checkpoints:
             folder = self.folder / "checkpoints"
-            self._checkpoints[background] = Checkpoints(
-                folder, self.accelerator, max_checkpoints=2, background=background
-            )
+            options = CheckpointOptions(max_checkpoints=2, checkpoint_async=background)
+            self._checkpoints[background] = Checkpoints(folder, self.accelerator, options)
         return self._checkpoints[background]
 
     def _time(self, owner: Any, name: str, label: str) -> None:
@@ -179,7 +178,7 @@ class Setup:
         checkpoints = self.checkpoints(False)
         # What a resume reads: the state and losses (Checkpoints.start), then the callbacks'
         # states and Accelerate's (fit/_resume.py's Resume.restore, without a run around it).
-        folder = checkpoints.start(None, self.run, look=True).folder
+        folder = checkpoints.start(self.run).folder
         assert folder is not None
         self.callbacks.load_state_dict(read_callback_states(folder))
         load_accelerate_state(self.accelerator, folder)

@@ -239,7 +239,7 @@ def test_the_trainer_takes_a_call_spelling_out_every_1x_default(
     ) == (1.0, 1, "10GB")
     assert trainer.logging_options.logging_dir == Path("logs")
     assert trainer.step_options.set_to_none is True
-    assert trainer.loader_options.device_placement is True
+    assert trainer.loader_options.batch_device_placement is True
 
 
 def test_2x_options_and_unknown_names_pass_through() -> None:

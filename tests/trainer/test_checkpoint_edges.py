@@ -19,7 +19,7 @@ from accmt_callbacks import Callback, CallbackHandler
 from accmt_metrics import Accuracy
 from accmt_state import TrainingState
 from accmt_trainer import CheckpointError, HyperParameters, Trainer
-from accmt_trainer.checkpointing._checkpoints import Checkpoints
+from accmt_trainer.checkpointing._checkpoints import CheckpointOptions, Checkpoints
 from accmt_trainer.checkpointing._manifest import describe, verify
 from accmt_trainer.checkpointing._run_facts import RunFacts
 
@@ -43,7 +43,7 @@ def checkpoints(folder: Path) -> Checkpoints:
     accelerator = Accelerator(cpu=True)
     model = torch.nn.Linear(2, 2)
     accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=0.1))
-    return Checkpoints(folder, accelerator, max_checkpoints=None)
+    return Checkpoints(folder, accelerator, CheckpointOptions())
 
 
 def save(store: Checkpoints, index: int, step: int) -> None:
@@ -60,7 +60,7 @@ def test_indices_past_999999_keep_their_order(tmp_path: Path) -> None:
     save(store, 1_000_000, 2)
     names = [path.name for path in store.complete()]
     assert names == ["checkpoint_999999", "checkpoint_1000000"]
-    start = store.start(None, RUN, look=True)
+    start = store.start(RUN)
     assert start.folder is not None
     assert start.folder.name == "checkpoint_1000000"
     assert start.state is not None
@@ -111,7 +111,7 @@ def test_a_full_disk_is_named_and_the_previous_checkpoint_kept(small_disk: Path)
         trainer.fit(Classifier(), blobs(32))
     root = folder / "checkpoints"
     assert [
-        p.name for p in Checkpoints(root, trainer.accelerator, max_checkpoints=None).complete()
+        p.name for p in Checkpoints(root, trainer.accelerator, CheckpointOptions()).complete()
     ] == ["checkpoint_000001"]
     assert not list(root.glob(".tmp-*"))  # the half-written one was removed
     # It resumes from the checkpoint that was kept.
@@ -150,7 +150,7 @@ def test_a_resumed_state_that_does_not_fit_the_run_is_named(tmp_path: Path) -> N
     manifest["files"]["state.json"] = attrs.asdict(describe(folder / "state.json"))
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(CheckpointError, match=r"state\.json: global_step is 40, .* must be 1"):
-        store.start(None, RUN, look=True)
+        store.start(RUN)
 
 
 def test_a_manifest_of_another_digest_is_refused_by_name(tmp_path: Path) -> None:
@@ -165,6 +165,6 @@ def test_a_manifest_of_another_digest_is_refused_by_name(tmp_path: Path) -> None
         entry["sha256"] = hashlib.sha256((newest / name).read_bytes()).hexdigest()
     (newest / "manifest.json").write_text(json.dumps(manifest))
     with pytest.warns(UserWarning, match=r"skipping checkpoint checkpoint_000002: .*xxh3_128"):
-        start = store.start(None, RUN, look=True)
+        start = store.start(RUN)
     assert start.folder is not None
     assert start.folder.name == "checkpoint_000001"

@@ -32,17 +32,15 @@ from .checkpointing import (
     CheckpointOptions,
     SavingRule,
     check_checkpointable,
-    parse_checkpoint_every,
     parse_rule,
 )
-from .config import HyperParameters, Monitor, refuses_former_options
+from .config import HyperParameters, Monitor, options_of, refuses_former_options
 from .data import LoaderOptions, TrainData, named_sets, training_data
-from .evaluation import EvaluationOptions, Extra, MetricsOption, Predicate, make_consolidation
-from .fit import BestModelOptions, Fit, FitOptions, NonFinitePolicy, Run, StepOptions
+from .evaluation import EvaluationOptions, Extra, MetricsOption, Predicate
+from .fit import BestModelOptions, Fit, FitOptions, LoopOptions, NonFinitePolicy, Run, StepOptions
 from .inference import InferenceOptions, Weights, evaluate, predict
 from .runtime import (
     AcceleratorOptions,
-    GradientCheckpointing,
     LoggingOptions,
     LogWith,
     ProcessGroupScope,
@@ -54,10 +52,12 @@ class Trainer:
     """Train an :class:`AcceleratorModule` on one CPU, one GPU or many processes
     (:meth:`fit`); then :meth:`evaluate` it and :meth:`predict` with it.
 
-    The options (``docs/guides/trainer.md``) are checked here into one options object per owner
-    of the run: ``accelerator_options``, ``loader_options``, ``step_options``, ... Those after
-    ``model_path`` are keyword-only; a former name is refused with a TrainerConfigError naming
-    the 2.x spelling (``accmt``'s Trainer takes it)."""
+    The options (``docs/guides/trainer.md``) are checked here into one options record per
+    owner of the run: ``accelerator_options``, ``loader_options``, ``step_options``, ... Each
+    record declares its options as fields named like these keywords, with the same defaults
+    (``tests/trainer/test_options.py`` holds them together). Those after ``model_path`` are
+    keyword-only; a former name is refused with a TrainerConfigError naming the 2.x spelling
+    (``accmt``'s Trainer takes it)."""
 
     @refuses_former_options
     def __init__(
@@ -120,90 +120,20 @@ class Trainer:
         ema_decay: float | None = None,
         profile_steps: tuple[int, int] | None = None,
     ) -> None:
-        self.hps = HyperParameters.from_config(hps_config)
-        self.model_path = Path(model_path)
-        self.accelerator_options = AcceleratorOptions(
-            cpu=cpu,
-            mixed_precision=mixed_precision,
-            grad_accumulation_steps=grad_accumulation_steps,
-            seed=seed,
-            compile=compile,
-            compile_kwargs=compile_kwargs,
-            gradient_checkpointing=(
-                GradientCheckpointing(gradient_checkpointing_kwargs)
-                if gradient_checkpointing
-                else None
-            ),
-        )
-        self.loader_options = LoaderOptions(
-            num_workers=dataloader_num_workers,
-            pin_memory=dataloader_pin_memory,
-            drop_last=dataloader_drop_last,
-            shuffle_train=shuffle_train,
-            sampler=sampler,
-            batch_sampler=batch_sampler,
-            collate_fn=collate_fn,
-            val_sampler=val_sampler,
-            val_batch_sampler=val_batch_sampler,
-            val_collate_fn=val_collate_fn,
-            device_placement=batch_device_placement,
-            dispatch_streams=dispatch_streams,
-        )
-        self.step_options = StepOptions(
-            clip_grad=clip_grad,
-            set_to_none=set_to_none,
-            reset_optimizer_every_n_steps=reset_optimizer_every_n_steps,
-            cleanup_cache_every_n_steps=cleanup_cache_every_n_steps,
-            on_nonfinite_loss=on_nonfinite_loss,
-        )
-        self.evaluation_options = EvaluationOptions(
-            evaluate_every_n_steps=evaluate_every_n_steps,
-            evaluate_every_n_epochs=evaluate_every_n_epochs,
-            eval_when_start=eval_when_start,
-            eval_when_finish=eval_when_finish,
-            module_hooks=module_hooks,
-            metrics=metrics,
-            consolidation=make_consolidation(
-                consolidate_metrics, additional_metric_consolidation, report_all_metrics
-            ),
-        )
-        self.checkpoint_options = CheckpointOptions(
-            schedule=parse_checkpoint_every(checkpoint_every),
-            resume=resume,
-            max_checkpoints=max_checkpoints,
-            checkpoint_async=checkpoint_async,
-        )
-        self.best_model_options = BestModelOptions(
-            disable_model_saving=disable_model_saving,
-            max_shard_size=max_shard_size,
-            patience=patience,
-        )
-        self.logging_options = LoggingOptions(
-            track_name=track_name or self.model_path.name,
-            logging_dir=Path(logging_dir) if logging_dir else self.model_path / "logs",
-            log_with=log_with,
-            log_every=log_every,
-            additional_tracker_config=additional_tracker_config,
-            tracker_init_kwargs=tracker_init_kwargs,
-            monitor=monitor or Monitor(),
-            progress_bar=progress_bar,
-        )
-        self.handle_signals, self.sanity_check = handle_signals, sanity_check
-        self.fit_options = FitOptions(
-            hps=self.hps,
-            model_path=self.model_path,
-            accelerator_options=self.accelerator_options,
-            loader_options=self.loader_options,
-            step_options=self.step_options,
-            evaluation_options=self.evaluation_options,
-            checkpoint_options=self.checkpoint_options,
-            best_model_options=self.best_model_options,
-            logging_options=self.logging_options,
-            handle_signals=handle_signals,
-            sanity_check=sanity_check,
-            ema_decay=ema_decay,
-            profile_steps=profile_steps,
-        )
+        # Every argument by its name: each options record takes the options it declares.
+        given: dict[str, Any] = dict(locals())
+        self.hps = given["hps"] = HyperParameters.from_config(hps_config)
+        self.model_path = given["model_path"] = Path(model_path)
+        self.accelerator_options: AcceleratorOptions = options_of(AcceleratorOptions, given)
+        self.loader_options: LoaderOptions = options_of(LoaderOptions, given)
+        self.step_options: StepOptions = options_of(StepOptions, given)
+        self.evaluation_options: EvaluationOptions = options_of(EvaluationOptions, given)
+        self.loop_options: LoopOptions = options_of(LoopOptions, given)
+        self.checkpoint_options: CheckpointOptions = options_of(CheckpointOptions, given)
+        self.best_model_options: BestModelOptions = options_of(BestModelOptions, given)
+        self.logging_options: LoggingOptions = options_of(LoggingOptions, given)
+        records = {name: value for name, value in vars(self).items() if name.endswith("_options")}
+        self.fit_options: FitOptions = options_of(FitOptions, {**given, **records})
         """What every :meth:`fit` is handed: the options above, made once."""
         self.inference_options = InferenceOptions(
             hps=self.hps,

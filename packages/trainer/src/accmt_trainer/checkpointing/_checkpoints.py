@@ -58,7 +58,7 @@ from ._resize import (
     seen_here,
 )
 from ._run_facts import RunFacts, read_manifest
-from ._schedule import CheckpointSchedule, parse_checkpoint_every
+from ._schedule import CheckpointSchedule, Unit, parse_checkpoint_every
 from ._tied_weights import tied_weights_unannounced
 
 _DONE = ".done-"
@@ -75,8 +75,9 @@ def _resume_value(instance: Any, attribute: attrs.Attribute[Any], value: Any) ->
 class CheckpointOptions:
     """The Trainer's options of checkpoints and resume, checked when the Trainer is made."""
 
-    schedule: CheckpointSchedule | None = attrs.field(default=parse_checkpoint_every("epoch"))
-    """When checkpoints are taken (``checkpoint_every``); None: never."""
+    checkpoint_every: str | None = "epoch"
+    """When checkpoints are taken: ``"epoch"``, ``"2ep"``, ``"500 steps"``, ``"eval"``; None:
+    never."""
     resume: bool | int | None = attrs.field(default=None, validator=_resume_value)
     """None resumes the newest checkpoint if any, True requires one, False starts afresh, an
     int picks one by index (-1: the newest)."""
@@ -86,6 +87,11 @@ class CheckpointOptions:
     """Keep only the newest N checkpoints (None: all)."""
     checkpoint_async: bool = False
     """Write checkpoints in the background, the loop waiting only for a copy in memory."""
+    schedule: CheckpointSchedule | None = attrs.field(
+        init=False,
+        default=attrs.Factory(lambda self: parse_checkpoint_every(self.checkpoint_every), True),
+    )
+    """``checkpoint_every`` read (a bad one is refused when the options are made)."""
 
     @property
     def resumes(self) -> bool:
@@ -123,16 +129,16 @@ class Checkpoints:
         self,
         root: Path,
         accelerator: Accelerator,
+        options: CheckpointOptions,
         *,
-        max_checkpoints: int | None,
         objects: Sequence[Checkpointable] = (),
-        background: bool = False,
     ) -> None:
         self.root = root
         self.accelerator = accelerator
-        self.max_checkpoints = max_checkpoints
+        self.options = options
+        self.max_checkpoints = options.max_checkpoints
         self.objects = list(objects)
-        self.background = background
+        self.background = background = options.checkpoint_async
         self.writer = BackgroundWriter()
         self._buffers: AccelerateSnapshot | None = None
         kind = accelerator.distributed_type
@@ -143,6 +149,16 @@ class Checkpoints:
             )
 
     # ---------------------------------------------------------------------------- write
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether the run takes checkpoints at all (``checkpoint_every`` is not None)."""
+        return self.options.schedule is not None
+
+    def due(self, unit: Unit, count: int) -> bool:
+        r"""Whether ``checkpoint_every`` asks for a checkpoint after ``count`` ``unit``\ s."""
+        schedule = self.options.schedule
+        return schedule is not None and schedule.due(unit, count)
 
     def save(
         self,
@@ -217,13 +233,15 @@ class Checkpoints:
 
     # ------------------------------------------------------------------------- resume
 
-    def start(self, resume: bool | int | None, facts: RunFacts, *, look: bool) -> Start:
-        """Where this fit starts: afresh, or (when ``look``) at the moment of the checkpoint
-        ``resume`` names, verified and mapped onto this run's number of processes. None
-        resumes the newest intact checkpoint when there is one, True requires one, False
-        starts afresh, an int picks one by index (-1: the newest). Nothing is moved here: see
-        :meth:`clear_way`; the rest is read back by the fit's ``Resume``."""
-        found = self._find(resume, facts) if look else None
+    def start(self, facts: RunFacts) -> Start:
+        """Where this fit starts: afresh, or at the moment of the checkpoint ``resume`` names,
+        verified and mapped onto this run's number of processes (a run that takes no
+        checkpoints and was given no ``resume`` looks for none). None resumes the newest
+        intact checkpoint when there is one, True requires one, False starts afresh, an int
+        picks one by index (-1: the newest). Nothing is moved here: see :meth:`clear_way`;
+        the rest is read back by the fit's ``Resume``."""
+        options = self.options
+        found = self._find(options.resume, facts) if options.resumes else None
         if found is None:
             return Start(facts=resized_facts(facts, TrainingState(), self.root))
         folder, made = found
@@ -290,9 +308,10 @@ class Checkpoints:
                 return f"{_index(path)} ({path.name}, {where})"
         return None
 
-    def clear_way(self, resume: bool | int | None, chosen: Path | None) -> None:
+    def clear_way(self, chosen: Path | None) -> None:
         """Once the run's checks passed: ``resume=False`` moves the earlier checkpoints aside,
         ``resume=<index>`` those newer than ``chosen``; a failed start leaves them in place."""
+        resume = self.options.resume
         if resume is False:
             self._set_aside()
         elif chosen is not None and _which(resume) != -1:

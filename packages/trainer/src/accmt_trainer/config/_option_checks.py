@@ -24,6 +24,12 @@ def option(check: Callable[..., Any], *args: Any, **kwargs: Any) -> Validator:
     return validate
 
 
+def options_of(record: type[Any], given: Mapping[str, Any]) -> Any:
+    """The options record ``record`` made from the values ``given`` by keyword: each record
+    declares its options as fields named like the Trainer's keywords, and takes those."""
+    return record(**{field.name: given[field.name] for field in attrs.fields(record) if field.init})
+
+
 def check_mapping(option: str, value: Any, *, where: str | None = None) -> dict[str, Any]:
     """An option that is a dict with string keys, or None (an empty dict). ``where`` names
     it in the error (default: ``Trainer(option=...)``)."""

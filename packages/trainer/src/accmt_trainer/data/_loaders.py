@@ -25,9 +25,10 @@ class LoaderOptions:
     ``val_`` ones (``val_collate_fn`` defaults to ``collate_fn``). A batch sampler makes the
     batches: the batch size, shuffling and ``drop_last`` are then its own."""
 
-    num_workers: int
-    pin_memory: bool
-    drop_last: bool
+    dataloader_num_workers: int = 0
+    dataloader_pin_memory: bool = False
+    dataloader_drop_last: bool = False
+    """Drop the last incomplete training batch."""
     shuffle_train: bool | None = None
     """None shuffles a map-style dataset and leaves a stream (an IterableDataset) in its order:
     a stream has no indices to shuffle."""
@@ -37,7 +38,7 @@ class LoaderOptions:
     val_sampler: Sampler[Any] | None = None
     val_batch_sampler: BatchSampler | Sampler[list[Any]] | None = None
     val_collate_fn: Callable[[list[Any]], Any] | None = None
-    device_placement: bool = True
+    batch_device_placement: bool = True
     """False leaves batches where the loader made them (on the CPU); the module moves them."""
     dispatch_streams: bool = False
     """How a training stream is split across processes: False, every process reads it and
@@ -112,8 +113,8 @@ def _loader(
         collate = options.collate_fn if train else options.val_collate_fn or options.collate_fn
     common: dict[str, Any] = {
         "collate_fn": collate,
-        "num_workers": options.num_workers,
-        "pin_memory": options.pin_memory,
+        "num_workers": options.dataloader_num_workers,
+        "pin_memory": options.dataloader_pin_memory,
     }
     batch_sampler = options.batch_sampler if train else options.val_batch_sampler
     sampler = options.sampler if train else options.val_sampler
@@ -123,7 +124,7 @@ def _loader(
         common.update(
             batch_size=batch_size,
             sampler=sampler,
-            drop_last=train and options.drop_last,
+            drop_last=train and options.dataloader_drop_last,
             shuffle=(
                 train
                 and sampler is None

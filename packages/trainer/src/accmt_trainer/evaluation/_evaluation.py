@@ -15,10 +15,10 @@ from torch.utils.data import DataLoader
 from accmt_callbacks import CallbackHandler
 from accmt_metrics import Metric
 
-from ..config import Monitor, option, positive_int
+from ..config import Monitor
 from ..data import length_or_none
 from ..runtime import reshard
-from ._consolidation import MetricConsolidation
+from ._consolidation import Extra, MetricConsolidation, Predicate, make_consolidation
 from ._metric_sets import MetricsOption
 from ._set_loss import SetLoss
 from ._step_outputs import split_validation_output, validation_call
@@ -33,23 +33,26 @@ Results = dict[str, dict[str, float]]
 
 @attrs.frozen(kw_only=True)
 class EvaluationOptions:
-    """The Trainer's options of evaluation: when it runs, what it measures, how it reports."""
+    """The Trainer's options of evaluation: what it measures and how it reports (when it runs
+    is the training loop's ``LoopOptions``)."""
 
-    evaluate_every_n_steps: int | None = attrs.field(
-        default=None, validator=option(positive_int, allow_none=True)
-    )
-    """Also evaluate every N optimizer steps."""
-    evaluate_every_n_epochs: int = attrs.field(default=1, validator=option(positive_int))
-    """Evaluate at the end of every N-th epoch."""
-    eval_when_start: bool = False
-    """Evaluate once before the first training step (not on resume)."""
-    eval_when_finish: bool = True
-    """Evaluate at the end of the run, unless the last evaluation saw the same weights."""
     module_hooks: bool = True
     """Call the module's ``before_eval()`` and ``after_eval()`` around each evaluation."""
     metrics: MetricsOption = None
     """A Metric, a list of them, or a dict of them by validation set."""
-    consolidation: MetricConsolidation | None = None
+    consolidate_metrics: Mapping[str, Predicate] | None = None
+    """accmt 1.x's consolidated logging: a metric name -> the predicate its best set meets."""
+    additional_metric_consolidation: Extra | None = None
+    report_all_metrics: bool = False
+    consolidation: MetricConsolidation | None = attrs.field(
+        init=False, default=attrs.Factory(lambda self: self.consolidated(), takes_self=True)
+    )
+    """The three consolidation options as one (None when nothing is consolidated)."""
+
+    def consolidated(self) -> MetricConsolidation | None:
+        return make_consolidation(
+            self.consolidate_metrics, self.additional_metric_consolidation, self.report_all_metrics
+        )
 
 
 class Evaluation:

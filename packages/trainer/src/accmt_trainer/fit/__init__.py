@@ -4,6 +4,7 @@ before the first step, and the lines it says."""
 
 from ._best_models import BestModelOptions
 from ._fit import Fit
+from ._loop_options import LoopOptions
 from ._nonfinite import NonFinitePolicy
 from ._optimizer_step import OptimizerStep, StepOptions, direct_optimizer
 from ._options import FitOptions
@@ -13,6 +14,7 @@ __all__ = [
     "BestModelOptions",
     "Fit",
     "FitOptions",
+    "LoopOptions",
     "NonFinitePolicy",
     "OptimizerStep",
     "Run",

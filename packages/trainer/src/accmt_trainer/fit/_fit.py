@@ -142,16 +142,11 @@ class Fit:
 
     def _train(self, datasets: Datasets, trainer: TrainerProtocol) -> TrainingState:
         options, accelerator, callbacks = self.options, self.accelerator, self.callbacks
-        saving, hps = options.checkpoint_options, options.hps
+        hps = options.hps
         self.average = average = self._weight_average()
         objects = [*self.checkpointed, *([average] if average else [])]
-        checkpoints = Checkpoints(
-            options.model_path / "checkpoints",
-            accelerator,
-            max_checkpoints=saving.max_checkpoints,
-            objects=objects,
-            background=saving.checkpoint_async,
-        )
+        root = options.model_path / "checkpoints"
+        checkpoints = Checkpoints(root, accelerator, options.checkpoint_options, objects=objects)
         data = prepare_data(
             accelerator,
             self.module,
@@ -159,13 +154,13 @@ class Fit:
             datasets,
             options.loader_options,
             options.evaluation_options.metrics,
-            options.accelerator_options.gradient_checkpointing,
+            options.accelerator_options,
         )
         # Where the run starts, found once the loaders are prepared (they tell its position
         # in the data) and before the schedule is sized (a resume on another number of
         # processes carries the checkpoint's step counter).
         facts = run_facts(accelerator, data.plan, hps.train_batch_size, hps.max_steps)
-        self.start = start = checkpoints.start(saving.resume, facts, look=saving.resumes)
+        self.start = start = checkpoints.start(facts)
         self.run = run = prepare_run(accelerator, self.module, hps, data, start.facts.step_offset)
         if average is not None:
             average.start()  # from the weights the run starts with, where they train
@@ -177,7 +172,7 @@ class Fit:
             resume = Resume(start, run, owners.losses, callbacks, objects)
         if resume is not None and run.reached_end(state):
             resume.restore()  # nothing to train; the model is left as the run finished it
-            checkpoints.clear_way(saving.resume, start.folder)
+            checkpoints.clear_way(start.folder)
             if accelerator.is_main_process:
                 logger.warning("%s", finished_line(options.model_path, state))
             return state
@@ -185,7 +180,7 @@ class Fit:
             self.reported_names = reported = owners.evaluation.sanity_check()
             check_names(reported, owners.best_models.rules, list(callbacks.callbacks))
         self.started = True  # from here on the run writes into its folders
-        checkpoints.clear_way(saving.resume, start.folder)
+        checkpoints.clear_way(start.folder)
         first_step = state.global_step + 1 if resume else 0
         self.tracker_runs = start_trackers(
             accelerator,
@@ -252,9 +247,8 @@ class Fit:
             state,
             self.callbacks,
             owners,
-            evaluation_options=options.evaluation_options,
+            options=options.loop_options,
             logging_options=options.logging_options,
-            checkpoint_schedule=options.checkpoint_options.schedule,
             log=self.log,
             facts=facts,
             tracker_runs=self.tracker_runs.ids,

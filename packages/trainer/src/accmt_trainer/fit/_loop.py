@@ -12,11 +12,12 @@ from accmt_callbacks import CallbackHandler
 
 from .._errors import StepOutputError
 from .._module import ExtendedAcceleratorModule
-from ..checkpointing import CheckpointSchedule, RunFacts, Unit
+from ..checkpointing import RunFacts, Unit
 from ..console import evaluation_postfix, logger, metrics_line
 from ..data import epoch_batches
-from ..evaluation import EvaluationOptions, split_training_output
+from ..evaluation import split_training_output
 from ..runtime import LoggingOptions, Usage
+from ._loop_options import LoopOptions
 from ._owners import Owners
 from ._setup import Run
 from ._throughput import Throughput
@@ -40,9 +41,8 @@ class TrainingLoop:
         callbacks: CallbackHandler,
         owners: Owners,
         *,
-        evaluation_options: EvaluationOptions,
+        options: LoopOptions,
         logging_options: LoggingOptions,
-        checkpoint_schedule: CheckpointSchedule | None,
         log: LogValues,
         facts: RunFacts,
         tracker_runs: Mapping[str, str],
@@ -50,8 +50,7 @@ class TrainingLoop:
     ) -> None:
         self.run, self.module, self.state = run, module, state
         self.callbacks, self.owners = callbacks, owners
-        self.evaluation_options, self.logging_options = evaluation_options, logging_options
-        self.checkpoint_schedule, self.log = checkpoint_schedule, log
+        self.options, self.logging_options, self.log = options, logging_options, log
         self.facts, self.tracker_runs = facts, dict(tracker_runs)
         """What every checkpoint records: the run's facts and the tracker runs it continues."""
         self.resumed = resumed
@@ -84,7 +83,7 @@ class TrainingLoop:
         self.usage.restart()
         if not self.resumed:  # a resume fired its start hooks as it read the checkpoint back
             self.callbacks.call("on_fit_start")
-            if self.evaluation_options.eval_when_start and self.owners.evaluation.has_data:
+            if self.options.eval_when_start and self.owners.evaluation.has_data:
                 self._evaluate()
         self.owners.profiler.at_step(self.state.global_step)
         while not (self.reached_end() or self.owners.stop.agreed):
@@ -93,7 +92,7 @@ class TrainingLoop:
         self.owners.stop.close()
         evaluation = self.owners.evaluation
         if (
-            self.evaluation_options.eval_when_finish
+            self.options.eval_when_finish
             and evaluation.has_data
             and self.reached_end()
             and not evaluation.evaluated_current_weights()
@@ -177,7 +176,7 @@ class TrainingLoop:
             self.checkpoint()
 
     def _epoch_end_evaluates(self) -> bool:
-        every = self.evaluation_options.evaluate_every_n_epochs
+        every = self.options.evaluate_every_n_epochs
         return self.owners.evaluation.has_data and (self.state.epoch + 1) % every == 0
 
     # ---------------------------------------------------------------------------- step
@@ -233,7 +232,7 @@ class TrainingLoop:
         self.owners.optimizer_step.after_step(step)
         if log_every != "epoch" and step % log_every == 0:
             self._log_training()
-        every = self.evaluation_options.evaluate_every_n_steps
+        every = self.options.evaluate_every_n_steps
         evaluated = False
         if every and step % every == 0 and self.owners.evaluation.has_data:
             epoch_end_follows = self.state.is_last_training_batch and self._epoch_end_evaluates()
@@ -268,8 +267,7 @@ class TrainingLoop:
         return _NO_CONTEXT if average is None else average.applied()
 
     def _due(self, unit: Unit, count: int) -> bool:
-        schedule = self.checkpoint_schedule
-        return schedule is not None and schedule.due(unit, count)
+        return self.owners.checkpoints.due(unit, count)
 
     def _moment(self) -> tuple[int, int, int]:
         state = self.state
@@ -277,7 +275,7 @@ class TrainingLoop:
 
     def checkpoint(self) -> None:
         """Write a checkpoint of this moment, an optimizer-step boundary, unless one exists."""
-        if self.checkpoint_schedule is None or self._moment() == self._last_checkpoint:
+        if not self.owners.checkpoints.scheduled or self._moment() == self._last_checkpoint:
             return
         self.owners.guard.check(self.run.model.parameters())
         self._last_checkpoint = self._moment()

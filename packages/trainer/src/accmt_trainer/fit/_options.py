@@ -12,6 +12,7 @@ from ..data import LoaderOptions
 from ..evaluation import EvaluationOptions
 from ..runtime import AcceleratorOptions, LoggingOptions
 from ._best_models import BestModelOptions
+from ._loop_options import LoopOptions
 from ._optimizer_step import StepOptions
 from ._weight_average import check_decay
 
@@ -26,12 +27,13 @@ class FitOptions:
     loader_options: LoaderOptions
     step_options: StepOptions
     evaluation_options: EvaluationOptions
+    loop_options: LoopOptions
     checkpoint_options: CheckpointOptions
     best_model_options: BestModelOptions
     logging_options: LoggingOptions
-    handle_signals: bool
+    handle_signals: bool = True
     """SIGINT and SIGTERM ask the run to stop (checkpointed) rather than kill it."""
-    sanity_check: bool
+    sanity_check: bool = True
     """Each validation set's first batch runs before the first step, and the names checked."""
     ema_decay: float | None = attrs.field(default=None, validator=option(check_decay))
     """Keep an exponential moving average of the weights with this decay (``_weight_average``)."""

@@ -44,7 +44,7 @@ from ..runtime import shards_the_model
 if TYPE_CHECKING:
     from accmt_state import TrainingState
 
-    from ..runtime import GradientCheckpointing
+    from ..runtime import AcceleratorOptions
 
 
 @attrs.frozen(kw_only=True)
@@ -87,7 +87,7 @@ def prepare_data(
     datasets: tuple[Dataset[Any] | Stages, dict[str, Dataset[Any]]],
     loader_options: LoaderOptions,
     metrics: MetricsOption,
-    gradient_checkpointing: GradientCheckpointing | None = None,
+    accelerator_options: AcceleratorOptions,
 ) -> PreparedData:
     """The model, the training and validation loaders and each set's metrics, prepared in
     Accelerate's order (the teacher too, frozen)."""
@@ -98,8 +98,7 @@ def prepare_data(
             "HyperParameters(step_scheduler_per_epoch=True) cannot be used with stages (a "
             "curriculum): their epochs differ in length"
         )
-    if gradient_checkpointing is not None:
-        gradient_checkpointing.enable(module.model)
+    accelerator_options.enable_gradient_checkpointing(module.model)
     train_loaders = [
         train_loader(module, hps, loader_options, stage)
         for stage in (stages.stages if stages else [(0, train_data, {})])
@@ -109,7 +108,7 @@ def prepare_data(
         for key, dataset in val_sets.items()
     }
     # None: Accelerate's own placement (on the device); False: the batches stay on the CPU.
-    placement = None if loader_options.device_placement else False
+    placement = None if loader_options.batch_device_placement else False
     with streams_split(accelerator, train_loaders, loader_options.dispatch_streams):
         model, *prepared_train = accelerator.prepare(
             module.model,

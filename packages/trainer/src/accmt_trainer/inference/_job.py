@@ -91,7 +91,7 @@ def inference_loader(
 ) -> DataLoader[Any]:
     """The prepared loader of ``dataset``: this process's batches, each sample once overall."""
     loader = evaluation_loader(module, dataset, options.hps, options.loader_options)
-    placement = None if options.loader_options.device_placement else False
+    placement = None if options.loader_options.batch_device_placement else False
     if isinstance(loader.dataset, IterableDataset) and accelerator.num_processes > 1:
         return prepare_stream_evaluation(accelerator, loader, placement)
     prepared: DataLoader[Any] = accelerator.prepare_data_loader(loader, device_placement=placement)

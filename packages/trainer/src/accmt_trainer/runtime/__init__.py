@@ -5,7 +5,6 @@ the Monitor logs."""
 
 from ._accelerator import (
     AcceleratorOptions,
-    GradientCheckpointing,
     drop_mixed_precision_forward,
     make_accelerator,
     own_model,
@@ -23,7 +22,6 @@ from ._usage import CpuClock, Usage
 __all__ = [
     "AcceleratorOptions",
     "CpuClock",
-    "GradientCheckpointing",
     "LogWith",
     "LoggingOptions",
     "ProcessGroupScope",

@@ -43,25 +43,6 @@ def check_compile_kwargs(compile_kwargs: Mapping[str, Any] | None) -> dict[str, 
     return dict(compile_kwargs)
 
 
-@attrs.frozen
-class GradientCheckpointing:
-    """``Trainer(gradient_checkpointing=True)``: the model's own gradient checkpointing
-    (transformers' ``gradient_checkpointing_enable``), turned on before it is prepared, with
-    ``gradient_checkpointing_kwargs``."""
-
-    kwargs: Mapping[str, Any] | None = None
-
-    def enable(self, model: torch.nn.Module) -> None:
-        enable = getattr(model, "gradient_checkpointing_enable", None)
-        if not callable(enable):
-            raise TrainerConfigError(
-                f"Trainer(gradient_checkpointing=True): {type(model).__name__} has no "
-                "gradient_checkpointing_enable(gradient_checkpointing_kwargs=...) method (a "
-                "transformers model has one); add one, or leave gradient_checkpointing off"
-            )
-        enable(gradient_checkpointing_kwargs=None if self.kwargs is None else dict(self.kwargs))
-
-
 @attrs.frozen(kw_only=True)
 class AcceleratorOptions:
     """What the Accelerator of a run is made with, and how the model is prepared; checked when
@@ -76,8 +57,27 @@ class AcceleratorOptions:
     seed: int | None = None
     """Seeds every RNG at the start of ``fit``, and the samplers' order."""
     compile: bool = False
-    compile_kwargs: dict[str, Any] = attrs.field(factory=dict, converter=check_compile_kwargs)
-    gradient_checkpointing: GradientCheckpointing | None = None
+    compile_kwargs: dict[str, Any] = attrs.field(default=None, converter=check_compile_kwargs)
+    """With ``compile``, the fields of Accelerate's ``TorchDynamoPlugin``."""
+    gradient_checkpointing: bool = False
+    """Turn on the model's own gradient checkpointing (transformers'
+    ``gradient_checkpointing_enable``) before it is prepared."""
+    gradient_checkpointing_kwargs: Mapping[str, Any] | None = None
+    """What ``gradient_checkpointing_enable`` is given as ``gradient_checkpointing_kwargs``."""
+
+    def enable_gradient_checkpointing(self, model: torch.nn.Module) -> None:
+        """``gradient_checkpointing``: the model's own, turned on (else nothing)."""
+        if not self.gradient_checkpointing:
+            return
+        enable = getattr(model, "gradient_checkpointing_enable", None)
+        if not callable(enable):
+            raise TrainerConfigError(
+                f"Trainer(gradient_checkpointing=True): {type(model).__name__} has no "
+                "gradient_checkpointing_enable(gradient_checkpointing_kwargs=...) method (a "
+                "transformers model has one); add one, or leave gradient_checkpointing off"
+            )
+        kwargs = self.gradient_checkpointing_kwargs
+        enable(gradient_checkpointing_kwargs=None if kwargs is None else dict(kwargs))
 
     def dynamo_plugin(self) -> TorchDynamoPlugin | None:
         """Accelerate's torch dynamo settings: inductor unless ``compile_kwargs`` says."""

@@ -52,29 +52,42 @@ def _empty_if_none(value: Any) -> Any:
     return {} if value is None else value
 
 
+def _monitor(value: Monitor | None) -> Monitor:
+    return Monitor() if value is None else value
+
+
 @attrs.frozen(kw_only=True)
 class LoggingOptions:
     """The Trainer's options of logging, trackers and the progress bar, checked when the
     Trainer is made."""
 
-    track_name: str
-    """The run's name in its trackers."""
-    logging_dir: Path
-    """Where the trackers write (TensorBoard's events)."""
+    model_path: Path = attrs.field(converter=Path)
+    """The run's folder (the Trainer's ``model_path``), which names the defaults below."""
+    track_name: str = attrs.field(default=cast(str, None))
+    """The run's name in its trackers; None: ``model_path``'s name."""
+    logging_dir: Path = attrs.field(default=cast(Path, None))
+    """Where the trackers write (TensorBoard's events); None: ``model_path/logs``."""
     log_with: list[str] | None = attrs.field(
         default=cast(list[str], "auto"), converter=resolve_trackers
     )
     """Accelerate's trackers: a name, a list, ``"auto"`` (TensorBoard when installed) or None."""
     log_every: int | Literal["epoch"] = attrs.field(default=1, validator=_log_every)
     """Log the training values every N optimizer steps, or once per epoch."""
-    additional_tracker_config: dict[str, Any] = attrs.field(factory=dict, converter=_tracker_config)
+    additional_tracker_config: dict[str, Any] = attrs.field(default=None, converter=_tracker_config)
     """Added to the hyperparameters each tracker is started with."""
-    tracker_init_kwargs: dict[str, Any] = attrs.field(factory=dict, converter=_empty_if_none)
+    tracker_init_kwargs: dict[str, Any] = attrs.field(default=None, converter=_empty_if_none)
     """Each tracker's own arguments, by tracker name."""
-    monitor: Monitor = attrs.field(factory=Monitor)
-    """What is logged."""
+    monitor: Monitor = attrs.field(default=None, converter=_monitor)
+    """What is logged; None: ``Monitor()``."""
     progress_bar: bool = True
     """Show a progress bar on the main process when stderr is a terminal."""
+
+    def __attrs_post_init__(self) -> None:
+        # The defaults named by model_path, resolved once: readers see the folder and name.
+        name = self.model_path.name if self.track_name is None else self.track_name
+        folder = self.model_path / "logs" if self.logging_dir is None else Path(self.logging_dir)
+        object.__setattr__(self, "track_name", name)
+        object.__setattr__(self, "logging_dir", folder)
 
     @tracker_init_kwargs.validator
     def _check_tracker_kwargs(self, attribute: attrs.Attribute[Any], value: Any) -> None:

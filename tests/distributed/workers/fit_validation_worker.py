@@ -50,9 +50,15 @@ def main(out: Path) -> None:
     metrics = [Accuracy(), MeanSquaredError()]
     with tempfile.TemporaryDirectory() as folder:
         trainer = Trainer(
-            hps, folder, metrics=metrics, log_with=None, progress_bar=False, cpu=True,
-            checkpoint_every=None, disable_model_saving=True,
-        )  # fmt: skip
+            hps,
+            folder,
+            metrics=metrics,
+            log_with=None,
+            progress_bar=False,
+            cpu=True,
+            checkpoint_every=None,
+            disable_model_saving=True,
+        )
         sets = {"validation": blobs(101, 1), "small": blobs(5, 2)}
         module = Classifier()
         state = trainer.fit(module, blobs(48, 0), sets)

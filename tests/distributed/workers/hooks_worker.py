@@ -33,8 +33,9 @@ def data(n: int, seed: int) -> TensorDataset:
 class Classifier(AcceleratorModule):
     def __init__(self) -> None:
         torch.manual_seed(0)
-        self.model = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(),
-                                         torch.nn.Linear(16, 3))  # fmt: skip
+        self.model = torch.nn.Sequential(
+            torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)
+        )
 
     def training_step(self, batch: Any) -> torch.Tensor:
         return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
@@ -67,18 +68,30 @@ for _hook in HOOKS:
 
 
 def train(out: Path, kill_at_step: int | None) -> None:
-    hps = HyperParameters.from_dict({
-        "epochs": 2, "batch_size": 16, "optimizer": "SGD", "optimizer_kwargs": {"lr": 0.1},
-        "scheduler": "StepLR", "scheduler_kwargs": {"step_size": 1},
-    })  # fmt: skip
+    hps = HyperParameters.from_dict(
+        {
+            "epochs": 2,
+            "batch_size": 16,
+            "optimizer": "SGD",
+            "optimizer_kwargs": {"lr": 0.1},
+            "scheduler": "StepLR",
+            "scheduler_kwargs": {"step_size": 1},
+        }
+    )
     mode = "killed" if kill_at_step else "run"
     path = out / f"hooks_{mode}_rank{os.environ['RANK']}.txt"
     out.mkdir(parents=True, exist_ok=True)
     trainer = Trainer(
-        hps, out / "run", evaluate_every_n_steps=3, checkpoint_every="2 steps",
-        callbacks=[Record(path, kill_at_step)], log_with=None, progress_bar=False,
-        metrics=[Accuracy()], cpu=True,
-    )  # fmt: skip
+        hps,
+        out / "run",
+        evaluate_every_n_steps=3,
+        checkpoint_every="2 steps",
+        callbacks=[Record(path, kill_at_step)],
+        log_with=None,
+        progress_bar=False,
+        metrics=[Accuracy()],
+        cpu=True,
+    )
     # One validation batch of 16 on each process: validation gives every sample once, so each
     # process needs a batch of its own.
     validation = data(16 * int(os.environ["WORLD_SIZE"]), seed=2)

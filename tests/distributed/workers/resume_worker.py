@@ -146,11 +146,19 @@ def train(args: argparse.Namespace, launch: int) -> None:
     )
     callbacks = [KillAtStep(args.kill_at_step, events)] if args.kill_at_step else []
     trainer = Trainer(
-        hps, args.out / "run", grad_accumulation_steps=2, checkpoint_every="3 steps",
-        evaluate_every_n_steps=5, seed=7, log_with=None, progress_bar=False, cpu=True,
-        callbacks=callbacks, checkpoint_async=args.background,
+        hps,
+        args.out / "run",
+        grad_accumulation_steps=2,
+        checkpoint_every="3 steps",
+        evaluate_every_n_steps=5,
+        seed=7,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+        callbacks=callbacks,
+        checkpoint_async=args.background,
         ema_decay=0.9 if args.ema else None,
-    )  # fmt: skip
+    )
     killing = args.kill_in_checkpoint
     with kill_inside_checkpoint(killing, events) if killing else nullcontext():
         samples = curriculum() if args.curriculum else data(200, seed=1)

@@ -60,9 +60,15 @@ def data() -> TensorDataset:
 def fit(folder: Path, callbacks: list[Callback]) -> tuple[Trainer, Any]:
     hps = HyperParameters(epochs=3, batch_size=8, optimizer="AdamW", optimizer_kwargs={"lr": 0.01})
     trainer = Trainer(
-        hps, folder, seed=3, log_with=None, progress_bar=False, cpu=True,
-        checkpoint_every="epoch", callbacks=callbacks,
-    )  # fmt: skip
+        hps,
+        folder,
+        seed=3,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+        checkpoint_every="epoch",
+        callbacks=callbacks,
+    )
     return trainer, trainer.fit(Classifier(), data())
 
 

@@ -56,9 +56,14 @@ def train(out: Path, batch_size: int, accumulation: int) -> None:
         }
     )
     trainer = Trainer(
-        hps, out / "run", grad_accumulation_steps=accumulation, seed=0, log_with=None,
-        progress_bar=False, cpu=True,
-    )  # fmt: skip
+        hps,
+        out / "run",
+        grad_accumulation_steps=accumulation,
+        seed=0,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+    )
     state = trainer.fit(Classifier(), blobs(192))
     weights = {
         k: v.detach().cpu()

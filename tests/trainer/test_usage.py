@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import resource
 import time
 import warnings
 from pathlib import Path
@@ -48,16 +49,46 @@ def test_cpu_utilization_is_logged_on_logging_steps_within_the_cores(tmp_path: P
     assert all("train/cpu_utilization" not in values for values in off)
 
 
+def cpu_seconds() -> float:
+    """This process's CPU time, user and system, all threads: read by getrusage, not by the
+    ``time.process_time`` the CpuClock reads."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def bounds(inner: tuple[float, float], outer: tuple[float, float]) -> tuple[float, float]:
+    """What a CPU reading can be when its window holds the ``inner`` one and lies within the
+    ``outer`` one, each (CPU seconds, wall seconds): the least CPU over the most wall, and
+    the most over the least, give or take 10 ms of CPU between the two clocks."""
+    return 100 * max(inner[0] - 0.01, 0) / outer[1], 100 * (outer[0] + 0.01) / inner[1]
+
+
 def test_the_cpu_clock_measures_since_its_last_reading() -> None:
+    # Each reading is held against this process's own CPU and wall time over windows just
+    # inside and just outside its own: right on a loaded machine, where the process gets less
+    # than a core, and wrong if the clock read wall time for CPU time or forgot a reading.
+    marks = [(cpu_seconds(), time.perf_counter())]
     clock = CpuClock()
-    deadline = time.monotonic() + 0.3
-    while time.monotonic() < deadline:
-        pass  # one busy core (the machine may share it)
+    marks.append((cpu_seconds(), time.perf_counter()))
+    while cpu_seconds() - marks[-1][0] < 0.3:
+        pass  # 0.3 s of CPU on one core, however long the machine takes to give it
+    marks.append((cpu_seconds(), time.perf_counter()))
     busy = clock.percent()
+    marks.append((cpu_seconds(), time.perf_counter()))
     time.sleep(0.3)
+    marks.append((cpu_seconds(), time.perf_counter()))
     idle = clock.percent()
-    assert 20 < busy <= 100 * (os.cpu_count() or 1)
-    assert 0 <= idle < 20
+    marks.append((cpu_seconds(), time.perf_counter()))
+
+    def between(start: int, end: int) -> tuple[float, float]:
+        return marks[end][0] - marks[start][0], marks[end][1] - marks[start][1]
+
+    low, high = bounds(between(1, 2), between(0, 3))
+    assert low <= busy <= high
+    low, high = bounds(between(3, 4), between(2, 5))
+    assert low <= idle <= high
+    # Tight enough to tell: had the idle reading counted the busy window too, it would be over.
+    assert high < 100 * 0.3 / between(1, 5)[1]
 
 
 def test_gpu_utilization_without_a_gpu_warns_once_and_logs_nothing(tmp_path: Path) -> None:

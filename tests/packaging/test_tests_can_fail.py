@@ -6,8 +6,8 @@
 A checker is a function of tests/ (in the test's module, or imported from another module of
 tests/: ``from tests.x import f``, ``from .x import f``, ``from . import x`` then ``x.f()``, a
 worker's sibling module imported by its bare name) whose body does one of those, raises, or
-calls a checker in turn. tests/accmt/accmt_1x_tests, accmt 1.9.5.1's own tests vendored as they
-shipped, is left out."""
+calls a checker in turn. An import is read for its whole module, wherever it stands.
+tests/accmt/accmt_1x_tests, accmt 1.9.5.1's own tests vendored as they shipped, is left out."""
 
 from __future__ import annotations
 
@@ -43,12 +43,17 @@ class Module:
     pytest_fails: set[str] = field(default_factory=set)  # e.g. ``raises`` from pytest
 
 
-def module_file(name: str, root: Path) -> Path | None:
-    """The file of the dotted module ``name`` below ``root``, if it is one of the repository's."""
+def module_file(name: str, root: Path, importer: Path | None = None) -> Path | None:
+    """The file of the dotted module ``name`` below ``root``, if it is one of the repository's;
+    given the ``importer``'s file, a bare name may also be a module beside it (a worker script
+    imports its sibling so: the script's folder is first on sys.path)."""
     base = root.joinpath(*name.split(".")) if name else root
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
+    if importer is not None and name and "." not in name:
+        sibling = importer.parent / f"{name}.py"
+        return sibling if sibling.is_file() else None
     return None
 
 
@@ -68,7 +73,7 @@ def _read_imports(module: Module, tree: ast.Module, root: Path) -> None:
             for alias in node.names:
                 if alias.name == "pytest":
                     module.pytest_names.add(alias.asname or "pytest")
-                elif alias.asname and (target := module_file(alias.name, root)):
+                elif alias.asname and (target := module_file(alias.name, root, module.path)):
                     module.modules[alias.asname] = target
         elif isinstance(node, ast.ImportFrom):
             if node.module == "pytest" and node.level == 0:
@@ -79,11 +84,7 @@ def _read_imports(module: Module, tree: ast.Module, root: Path) -> None:
             source = imported_from(node, module.path, root)
             if source is None:
                 continue
-            source_file = module_file(source, root)
-            if source_file is None and node.level == 0 and "." not in source:
-                # A worker script imports its sibling by bare name (its folder is on sys.path).
-                sibling = module.path.parent / f"{source}.py"
-                source_file = sibling if sibling.is_file() else None
+            source_file = module_file(source, root, module.path if node.level == 0 else None)
             for alias in node.names:
                 local = alias.asname or alias.name
                 submodule = module_file(f"{source}.{alias.name}" if source else alias.name, root)
@@ -280,7 +281,19 @@ def test_a_test_that_asserts_nothing_is_found(tmp_path: Path) -> None:
         "\n"
         "class Group:\n"
         "    def test_not_collected(self):\n"
-        "        quiet(4)\n",
+        "        quiet(4)\n"
+        "\n"
+        "def test_sibling_module_by_bare_name():\n"  # as a worker script imports
+        "    import _helpers as sibling\n"
+        "    sibling.check(1)\n"
+        "\n"
+        "def test_sibling_function_by_bare_name():\n"
+        "    from _helpers import check as bare_check\n"
+        "    bare_check(1)\n"
+        "\n"
+        "def test_sibling_function_that_checks_nothing():\n"
+        "    from _helpers import quiet as bare_quiet\n"
+        "    bare_quiet(1)\n",
         encoding="utf-8",
     )
     assert cannot_fail(tmp_path) == [
@@ -288,4 +301,5 @@ def test_a_test_that_asserts_nothing_is_found(tmp_path: Path) -> None:
         "tests/sub/test_crafted.py:15:test_async_checks_nothing",
         "tests/sub/test_crafted.py:38:test_a_raise_is_no_check_of_a_test_s_own",
         "tests/sub/test_crafted.py:45:TestGroup.test_method_checks_nothing",
+        "tests/sub/test_crafted.py:63:test_sibling_function_that_checks_nothing",
     ]

@@ -46,9 +46,13 @@ def tokenizer() -> transformers.PreTrainedTokenizerFast:
         texts, trainers.WordLevelTrainer(vocab_size=8000, special_tokens=SPECIALS)
     )
     return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=model, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
-        sep_token="[SEP]", mask_token="[MASK]",
-    )  # fmt: skip
+        tokenizer_object=model,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
 
 
 def samples(
@@ -122,8 +126,10 @@ def main() -> None:
     tok = tokenizer()
     rng = random.Random(0)
     names = [n for n in accmt_collators.__all__ if n.startswith("DataCollator")]
-    print(f"{'collator':45} {'batch':>5} {'length':>6} {'transformers/s':>14} "
-          f"{'ours/s':>9} {'ratio':>6} {'ceiling':>7}")  # fmt: skip
+    print(
+        f"{'collator':45} {'batch':>5} {'length':>6} {'transformers/s':>14} "
+        f"{'ours/s':>9} {'ratio':>6} {'ceiling':>7}"
+    )
     ratios = []
     for name in names:
         ours, theirs = pair(name, tok)
@@ -145,11 +151,15 @@ def main() -> None:
                 ceiling = ""
                 if "floor" in medians:
                     ceiling = f" {medians['theirs'] / medians['floor']:>6.1f}x"
-                row = (f"{name:45} {count:>5} {length:>6} {1 / medians['theirs']:>14.1f} "
-                       f"{1 / medians['ours']:>9.1f} {ratio:>5.1f}x")  # fmt: skip
+                row = (
+                    f"{name:45} {count:>5} {length:>6} {1 / medians['theirs']:>14.1f} "
+                    f"{1 / medians['ours']:>9.1f} {ratio:>5.1f}x"
+                )
                 print(row + ceiling, flush=True)
-    print(f"smallest ratio {min(ratios):.1f}x, median {sorted(ratios)[len(ratios) // 2]:.1f}x "
-          f"(goal {GOAL:.0f}x): {'met' if min(ratios) >= GOAL else 'NOT met'}")  # fmt: skip
+    print(
+        f"smallest ratio {min(ratios):.1f}x, median {sorted(ratios)[len(ratios) // 2]:.1f}x "
+        f"(goal {GOAL:.0f}x): {'met' if min(ratios) >= GOAL else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

@@ -43,13 +43,21 @@ def one_epoch(sanity_check: bool, folder: Path) -> tuple[float, float]:
     """(seconds from fit to on_fit_start, seconds of the epoch)."""
     torch.manual_seed(0)
     clock = Clock()
-    hps = HyperParameters(epochs=1, batch_size=(32, 256), optimizer="AdamW",
-                          optimizer_kwargs={"lr": 3e-3})  # fmt: skip
+    hps = HyperParameters(
+        epochs=1, batch_size=(32, 256), optimizer="AdamW", optimizer_kwargs={"lr": 3e-3}
+    )
     trainer = Trainer(
-        hps, folder, metrics=[Accuracy()], callbacks=[clock], log_with=None,
-        progress_bar=False, checkpoint_every=None, disable_model_saving=True,
-        sanity_check=sanity_check, seed=0,
-    )  # fmt: skip
+        hps,
+        folder,
+        metrics=[Accuracy()],
+        callbacks=[clock],
+        log_with=None,
+        progress_bar=False,
+        checkpoint_every=None,
+        disable_model_saving=True,
+        sanity_check=sanity_check,
+        seed=0,
+    )
     train, valid = digits()
     start = time.perf_counter()
     trainer.fit(DigitClassifier(), train, valid)

@@ -112,18 +112,26 @@ def search_once(
     search = HyperParameterSearch(
         Classifier, *data, metrics=[Accuracy()], output_dir=folder, **{**OPTIONS, "seed": seed}
     )
-    search.set_space({
-        "epochs": epochs,
-        "batch_size": [32, 512],
-        "optimizer": "AdamW",
-        "optimizer_kwargs.lr": {"type": "float", "low": 1e-5, "high": 1e-1, "log": True},
-        "optimizer_kwargs.weight_decay": {"type": "float", "low": 1e-6, "high": 1e-1, "log": True},
-        "module.hidden": {"type": "int", "low": 16, "high": 256, "log": True},
-        "module.dropout": {"type": "float", "low": 0.0, "high": 0.5},
-    })  # fmt: skip
+    search.set_space(
+        {
+            "epochs": epochs,
+            "batch_size": [32, 512],
+            "optimizer": "AdamW",
+            "optimizer_kwargs.lr": {"type": "float", "low": 1e-5, "high": 1e-1, "log": True},
+            "optimizer_kwargs.weight_decay": {
+                "type": "float",
+                "low": 1e-6,
+                "high": 1e-1,
+                "log": True,
+            },
+            "module.hidden": {"type": "int", "low": 16, "high": 256, "log": True},
+            "module.dropout": {"type": "float", "low": 0.0, "high": 0.5},
+        }
+    )
     with contextlib.redirect_stdout(io.StringIO()):  # each search's table of best trials
-        result = search.optimize(accuracy, "maximize", n_trials=trials, pruner=pruner,
-                                 plots=False, progress_bar=False)  # fmt: skip
+        result = search.optimize(
+            accuracy, "maximize", n_trials=trials, pruner=pruner, plots=False, progress_bar=False
+        )
     assert search.study is not None
     steps = sum(t.user_attrs["accmt_search"]["optimizer_steps"] for t in search.study.trials)
     pruned = sum(t.state == optuna.trial.TrialState.PRUNED for t in search.study.trials)
@@ -133,8 +141,10 @@ def search_once(
 
 def pruning(data: Any, root: Path, trials: int, epochs: int, seeds: int) -> None:
     print(f"== pruning: {trials} trials of {epochs} epochs (batch 32), per seed", flush=True)
-    print(f"{'seed':>4}  {'pruner':>16}  {'steps':>6}  {'steps unpruned':>14}  {'saved':>6}  "
-          f"{'best acc':>8}  {'unpruned':>8}  {'gap (points)':>12}  pruned trials")  # fmt: skip
+    print(
+        f"{'seed':>4}  {'pruner':>16}  {'steps':>6}  {'steps unpruned':>14}  {'saved':>6}  "
+        f"{'best acc':>8}  {'unpruned':>8}  {'gap (points)':>12}  pruned trials"
+    )
     saved: dict[str, list[float]] = {name: [] for name in pruners(epochs)}
     gaps: dict[str, list[float]] = {name: [] for name in pruners(epochs)}
     for seed in range(seeds):
@@ -144,16 +154,21 @@ def pruning(data: Any, root: Path, trials: int, epochs: int, seeds: int) -> None
             run = search_once(data, root / f"pruned_{seed}_{index}", trials, epochs, seed, pruner)
             saved[name].append(1 - run[0] / full[0])
             gaps[name].append(100 * (full[1] - run[1]))
-            print(f"{seed:>4}  {name:>16}  {run[0]:>6}  {full[0]:>14}  {saved[name][-1]:>6.1%}  "
-                  f"{run[1]:>8.4f}  {full[1]:>8.4f}  {gaps[name][-1]:>12.2f}  "
-                  f"{run[2]}/{trials}", flush=True)  # fmt: skip
+            print(
+                f"{seed:>4}  {name:>16}  {run[0]:>6}  {full[0]:>14}  {saved[name][-1]:>6.1%}  "
+                f"{run[1]:>8.4f}  {full[1]:>8.4f}  {gaps[name][-1]:>12.2f}  "
+                f"{run[2]}/{trials}",
+                flush=True,
+            )
     for name in saved:
         step_goal = "met" if statistics.median(saved[name]) >= 0.4 else "NOT met"
         gap_goal = "met" if statistics.median(gaps[name]) <= 0.5 else "NOT met"
-        print(f"median over {seeds} seeds, {name}: steps saved {statistics.median(saved[name]):.1%}"
-              f" (goal >= 40%: {step_goal}); best accuracy {statistics.median(gaps[name]):.2f} "
-              f"points below the unpruned search's (goal <= 0.5: {gap_goal}); worst seed "
-              f"{min(saved[name]):.1%} saved, {max(gaps[name]):.2f} points below")  # fmt: skip
+        print(
+            f"median over {seeds} seeds, {name}: steps saved {statistics.median(saved[name]):.1%}"
+            f" (goal >= 40%: {step_goal}); best accuracy {statistics.median(gaps[name]):.2f} "
+            f"points below the unpruned search's (goal <= 0.5: {gap_goal}); worst seed "
+            f"{min(saved[name]):.1%} saved, {max(gaps[name]):.2f} points below"
+        )
 
 
 # ----------------------------------------------------------------------------- overhead
@@ -168,8 +183,14 @@ def plain_fits(
     for _ in range(count):
         start = clocks()
         torch.manual_seed(0)
-        trainer = Trainer(hps, folder, metrics=[Accuracy()], disable_model_saving=True,
-                          max_checkpoints=1, **OPTIONS)  # fmt: skip
+        trainer = Trainer(
+            hps,
+            folder,
+            metrics=[Accuracy()],
+            disable_model_saving=True,
+            max_checkpoints=1,
+            **OPTIONS,
+        )
         trainer.fit(Classifier(**module), *data)
         shutil.rmtree(folder / "checkpoints", ignore_errors=True)
         seconds.append(since(start))
@@ -205,13 +226,15 @@ def one_configuration(
     search = HyperParameterSearch(
         Classifier, *data, metrics=[Accuracy()], output_dir=folder, **OPTIONS
     )
-    search.set_space({
-        "epochs": hps.epochs,
-        "batch_size": hps.batch_size,
-        "optimizer": hps.optimizer,
-        "optimizer_kwargs.lr": {"type": "categorical", "choices": [hps.optimizer_kwargs["lr"]]},
-        **{f"module.{name}": value for name, value in module.items()},
-    })  # fmt: skip
+    search.set_space(
+        {
+            "epochs": hps.epochs,
+            "batch_size": hps.batch_size,
+            "optimizer": hps.optimizer,
+            "optimizer_kwargs.lr": {"type": "categorical", "choices": [hps.optimizer_kwargs["lr"]]},
+            **{f"module.{name}": value for name, value in module.items()},
+        }
+    )
     return search
 
 
@@ -225,9 +248,15 @@ def search_trials(
     sampler = MarkingSampler()
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        search.optimize(accuracy, "maximize", n_trials=count + 1, sampler=sampler,
-                        pruner=optuna.pruners.NopPruner(), plots=False,
-                        progress_bar=False)  # fmt: skip
+        search.optimize(
+            accuracy,
+            "maximize",
+            n_trials=count + 1,
+            sampler=sampler,
+            pruner=optuna.pruners.NopPruner(),
+            plots=False,
+            progress_bar=False,
+        )
     wall = time.perf_counter() - start
     assert search.study is not None
     last = search.study.trials[-1]
@@ -250,8 +279,9 @@ def overhead(
     machine, weighs on both sides of it alike. The CPU time of the process is printed too:
     it leaves out the time other processes held the core."""
     epochs, module = size
-    hps = HyperParameters(epochs=epochs, batch_size=(32, 512), optimizer="AdamW",
-                          optimizer_kwargs={"lr": 3e-3})  # fmt: skip
+    hps = HyperParameters(
+        epochs=epochs, batch_size=(32, 512), optimizer="AdamW", optimizer_kwargs={"lr": 3e-3}
+    )
     fits: list[float] = []
     ratios: dict[int, list[float]] = {0: [], 1: []}  # wall, CPU
     once: list[float] = []
@@ -266,10 +296,12 @@ def overhead(
             once.append(outside)
     fit = statistics.median(fits)
     wall, cpu = statistics.median(ratios[0]), statistics.median(ratios[1])
-    print(f"{name:>6}  {epochs:>6}  {fit:>11.3f}  {wall:>10.3f}  {1000 * (wall - 1) * fit:>+8.1f}  "
-          f"{min(ratios[0]):.2f}..{max(ratios[0]):.2f}  {cpu:>9.3f}  "
-          f"{min(ratios[1]):.2f}..{max(ratios[1]):.2f}  {statistics.median(once):>8.3f}",
-          flush=True)  # fmt: skip
+    print(
+        f"{name:>6}  {epochs:>6}  {fit:>11.3f}  {wall:>10.3f}  {1000 * (wall - 1) * fit:>+8.1f}  "
+        f"{min(ratios[0]):.2f}..{max(ratios[0]):.2f}  {cpu:>9.3f}  "
+        f"{min(ratios[1]):.2f}..{max(ratios[1]):.2f}  {statistics.median(once):>8.3f}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -288,11 +320,15 @@ def main() -> None:
             pruning(data, root, args.trials, args.epochs, args.seeds)
         if args.part == "pruning":
             return
-        print("== overhead: a search trial against a plain Trainer.fit of the same "
-              "configuration; ratio: median over rounds of each round's ratio")  # fmt: skip
-        print(f"{'model':>6}  {'epochs':>6}  {'plain fit s':>11}  {'wall ratio':>10}  "
-              f"{'ms/trial':>8}  {'rounds':>10}  {'CPU ratio':>9}  {'rounds':>10}  "
-              f"{'s/search':>8}")  # fmt: skip
+        print(
+            "== overhead: a search trial against a plain Trainer.fit of the same "
+            "configuration; ratio: median over rounds of each round's ratio"
+        )
+        print(
+            f"{'model':>6}  {'epochs':>6}  {'plain fit s':>11}  {'wall ratio':>10}  "
+            f"{'ms/trial':>8}  {'rounds':>10}  {'CPU ratio':>9}  {'rounds':>10}  "
+            f"{'s/search':>8}"
+        )
         overhead(data, root, "digits", (10, {"hidden": 128}), rounds=9, count=3)
         overhead(data, root, "wide", (3, {"hidden": 1024, "layers": 3}), rounds=5, count=2)
         print("goal: ratio < 1.05")

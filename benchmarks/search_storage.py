@@ -48,12 +48,19 @@ from accmt_trainer import HyperParameters
 # The backend methods optuna's cache in front of RDBStorage calls (the private ones are where
 # it asks the database: new trials, parameters, the study's trials).
 TIMED = (
-    "_create_new_trial", "_set_trial_param", "set_trial_intermediate_value",
-    "set_trial_user_attr", "set_trial_state_values", "get_trial", "_get_trials",
-    "record_heartbeat", "_get_stale_trial_ids",
-)  # fmt: skip
-HPS = HyperParameters(epochs=10, batch_size=(32, 512), optimizer="AdamW",
-                      optimizer_kwargs={"lr": 3e-3})  # fmt: skip
+    "_create_new_trial",
+    "_set_trial_param",
+    "set_trial_intermediate_value",
+    "set_trial_user_attr",
+    "set_trial_state_values",
+    "get_trial",
+    "_get_trials",
+    "record_heartbeat",
+    "_get_stale_trial_ids",
+)
+HPS = HyperParameters(
+    epochs=10, batch_size=(32, 512), optimizer="AdamW", optimizer_kwargs={"lr": 3e-3}
+)
 
 
 Calls = dict[tuple[str, str], list[float]]
@@ -119,8 +126,10 @@ def storage_calls(data: Any, root: Path, trials: int) -> None:
                 continue
             per_trial = 1000 * sum(seconds) / (trials + 1)
             totals[by] += per_trial
-            print(f"{name:>30}  {by:>6}  {len(seconds) / (trials + 1):>11.1f}  "
-                  f"{1000 * statistics.median(seconds):>7.2f}  {per_trial:>8.2f}")  # fmt: skip
+            print(
+                f"{name:>30}  {by:>6}  {len(seconds) / (trials + 1):>11.1f}  "
+                f"{1000 * statistics.median(seconds):>7.2f}  {per_trial:>8.2f}"
+            )
     for by in ORIGINS:
         print(f"{'all of them':>30}  {by:>6}  {'':>11}  {'':>7}  {totals[by]:>8.2f}")
     fits = plain_fits(data, root / "plain", HPS, {"hidden": 128}, 5)
@@ -166,8 +175,10 @@ def reports(root: Path, rounds: int) -> None:
         start = time.perf_counter()
         trial.report(0.5, next(steps))
         cold.append(time.perf_counter() - start)
-    print(f"  back to back: {1000 * statistics.median(warm):.2f} ms; after 45 training steps: "
-          f"{1000 * statistics.median(cold):.2f} ms")  # fmt: skip
+    print(
+        f"  back to back: {1000 * statistics.median(warm):.2f} ms; after 45 training steps: "
+        f"{1000 * statistics.median(cold):.2f} ms"
+    )
     background = ThreadPoolExecutor(max_workers=1)
 
     def loop(how: str) -> None:
@@ -194,8 +205,10 @@ def reports(root: Path, rounds: int) -> None:
     base = statistics.median(seconds["no report"])
     for how in hows:
         median = statistics.median(seconds[how])
-        print(f"  4 x (45 steps + report), report {how:>24}: {1000 * median:7.1f} ms "
-              f"({1000 * (median - base) / 4:+.2f} ms a report)")  # fmt: skip
+        print(
+            f"  4 x (45 steps + report), report {how:>24}: {1000 * median:7.1f} ms "
+            f"({1000 * (median - base) / 4:+.2f} ms a report)"
+        )
 
 
 def main() -> None:

@@ -168,16 +168,20 @@ def main() -> None:
     with main_process_first():  # the main process trains and writes it, the others read it
         bpe = run_tokenizer(args.output / "tokenizer.json", texts, size=1000)
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, pad_token=PAD, eos_token=END,
+        tokenizer_object=bpe,
+        pad_token=PAD,
+        eos_token=END,
         model_input_names=["input_ids", "attention_mask"],
-    )  # fmt: skip
+    )
     # Every 10th help page is held out for validation, and every 10th from the 5th for the
     # final test: text the model never trains on.
     train = chunks(tokenizer, [t for i, t in enumerate(texts) if i % 5], args.length)
     valid = chunks(tokenizer, texts[::10], args.length)
     test = chunks(tokenizer, texts[5::10], args.length)
-    say(f"{len(train)} training, {len(valid)} validation and {len(test)} test chunks of up to "
-        f"{args.length} tokens; vocabulary {len(tokenizer)}")  # fmt: skip
+    say(
+        f"{len(train)} training, {len(valid)} validation and {len(test)} test chunks of up to "
+        f"{args.length} tokens; vocabulary {len(tokenizer)}"
+    )
 
     torch.manual_seed(0)
     hps = HyperParameters(
@@ -208,12 +212,13 @@ def main() -> None:
     module = LanguageModel(tiny_gpt2(tokenizer, args.length))
     trainer.fit(module, train, valid)
     final = trainer.state.additional_metrics["validation"]
-    say(f"final validation perplexity: {final['perplexity']:.2f} "
-        f"(loss {final['loss']:.4f} nats/token)")  # fmt: skip
+    say(
+        f"final validation perplexity: {final['perplexity']:.2f} "
+        f"(loss {final['loss']:.4f} nats/token)"
+    )
 
     best = trainer.evaluate(module, test, weights="best_valid_loss")
-    say(f"test perplexity of the best model: {best['perplexity']:.2f} "
-        f"(loss {best['loss']:.4f})")  # fmt: skip
+    say(f"test perplexity of the best model: {best['perplexity']:.2f} (loss {best['loss']:.4f})")
     generate(module.model, tokenizer, args.prompt)
 
 

@@ -10,8 +10,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_LEGACY = ["states", "callbacks", "decorators", "metrics", "hyperparameters", "monitor",
-           "modules", "trainer", "curriculum", "utils", "evaluator"]  # fmt: skip
+_LEGACY = [
+    "states",
+    "callbacks",
+    "decorators",
+    "metrics",
+    "hyperparameters",
+    "monitor",
+    "modules",
+    "trainer",
+    "curriculum",
+    "utils",
+    "evaluator",
+]
 
 
 def _link(module: str, name: str) -> str:
@@ -43,8 +54,15 @@ def _package_cell(package: str) -> str:
 
 
 def _package_exporting(name: str) -> str | None:
-    for package in ("accmt_trainer", "accmt_state", "accmt_callbacks", "accmt_metrics",
-                    "accmt_decorators", "accmt_collators", "accmt_search"):  # fmt: skip
+    for package in (
+        "accmt_trainer",
+        "accmt_state",
+        "accmt_callbacks",
+        "accmt_metrics",
+        "accmt_decorators",
+        "accmt_collators",
+        "accmt_search",
+    ):
         try:
             if name in importlib.import_module(package).__all__:
                 return package

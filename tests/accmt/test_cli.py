@@ -14,20 +14,43 @@ from accmt._strategies import STRATEGIES
 
 # accmt 1.9.5.1's strategies: the names of the Accelerate config files it shipped.
 ONE_X_STRATEGIES = [
-    "ddp", "ddp-bf16", "ddp-fp16", "ddp-fp32", "ddp-fp8",
-    "fsdp", "fsdp-bf16", "fsdp-bf16-cpu", "fsdp-fp16", "fsdp-fp16-cpu", "fsdp-fp32",
-    "fsdp-fp32-cpu", "fsdp-fp8", "fsdp-fp8-cpu",
-    "deepspeed", "deepspeed-0", "deepspeed-0-bf16", "deepspeed-0-fp16", "deepspeed-0-fp32",
-    "deepspeed-0-fp8", "deepspeed-1", "deepspeed-1-bf16", "deepspeed-1-fp16", "deepspeed-1-fp32",
-    "deepspeed-1-fp8", "deepspeed-2", "deepspeed-3",
+    "ddp",
+    "ddp-bf16",
+    "ddp-fp16",
+    "ddp-fp32",
+    "ddp-fp8",
+    "fsdp",
+    "fsdp-bf16",
+    "fsdp-bf16-cpu",
+    "fsdp-fp16",
+    "fsdp-fp16-cpu",
+    "fsdp-fp32",
+    "fsdp-fp32-cpu",
+    "fsdp-fp8",
+    "fsdp-fp8-cpu",
+    "deepspeed",
+    "deepspeed-0",
+    "deepspeed-0-bf16",
+    "deepspeed-0-fp16",
+    "deepspeed-0-fp32",
+    "deepspeed-0-fp8",
+    "deepspeed-1",
+    "deepspeed-1-bf16",
+    "deepspeed-1-fp16",
+    "deepspeed-1-fp32",
+    "deepspeed-1-fp8",
+    "deepspeed-2",
+    "deepspeed-3",
     *(
         f"deepspeed-{stage}-{precision}{offloads}"
         for stage in (2, 3)
         for precision in ("bf16", "fp16", "fp32", "fp8")
-        for offloads in ["", *(f"-{o}-{p}" for o in ("none", "cpu", "nvme")
-                              for p in ("none", "cpu", "nvme"))]
+        for offloads in [
+            "",
+            *(f"-{o}-{p}" for o in ("none", "cpu", "nvme") for p in ("none", "cpu", "nvme")),
+        ]
     ),
-]  # fmt: skip
+]
 
 
 def plan(*argv: str, gpus: int = 0) -> LaunchPlan:
@@ -149,19 +172,34 @@ def test_every_strategy_is_options_accelerate_takes(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "settings"),
     [
-        ("deepspeed", {"zero_stage": 2, "offload_optimizer_device": "none",
-                       "zero3_init_flag": "false"}),
+        (
+            "deepspeed",
+            {"zero_stage": 2, "offload_optimizer_device": "none", "zero3_init_flag": "false"},
+        ),
         ("deepspeed-1-fp16", {"zero_stage": 1, "offload_param_device": None}),
-        ("deepspeed-3", {"zero_stage": 3, "zero3_init_flag": "true",
-                         "zero3_save_16bit_model": "false"}),
-        ("deepspeed-3-bf16-cpu-nvme", {"offload_optimizer_device": "cpu",
-                                       "offload_param_device": "nvme",
-                                       "zero3_save_16bit_model": "true"}),
-        ("fsdp-bf16-cpu", {"fsdp_offload_params": "true", "fsdp_sharding_strategy": "FULL_SHARD",
-                           "fsdp_state_dict_type": "SHARDED_STATE_DICT"}),
+        (
+            "deepspeed-3",
+            {"zero_stage": 3, "zero3_init_flag": "true", "zero3_save_16bit_model": "false"},
+        ),
+        (
+            "deepspeed-3-bf16-cpu-nvme",
+            {
+                "offload_optimizer_device": "cpu",
+                "offload_param_device": "nvme",
+                "zero3_save_16bit_model": "true",
+            },
+        ),
+        (
+            "fsdp-bf16-cpu",
+            {
+                "fsdp_offload_params": "true",
+                "fsdp_sharding_strategy": "FULL_SHARD",
+                "fsdp_state_dict_type": "SHARDED_STATE_DICT",
+            },
+        ),
         ("fsdp", {"fsdp_offload_params": "false", "fsdp_auto_wrap_policy": "NO_WRAP"}),
     ],
-)  # fmt: skip
+)
 def test_strategies_set_what_1x_s_config_files_set(name: str, settings: dict[str, object]) -> None:
     seen = launch_command_parser().parse_args([*STRATEGIES[name].launcher_args, "train.py"])
     assert {key: getattr(seen, key) for key in settings} == settings
@@ -171,8 +209,10 @@ def test_strats_lists_every_strategy_with_what_it_sets(capsys: pytest.CaptureFix
     assert main(["strats"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == list(STRATEGIES)
-    assert any("DeepSpeed ZeRO stage 3, bf16 mixed precision, optimizer offload cpu" in line
-               for line in lines)  # fmt: skip
+    assert any(
+        "DeepSpeed ZeRO stage 3, bf16 mixed precision, optimizer offload cpu" in line
+        for line in lines
+    )
     assert main(["strats", "--fsdp", "--verbose"]) == 0
     shown = capsys.readouterr().out
     assert "fsdp-fp16-cpu" in shown
@@ -203,8 +243,15 @@ def test_1x_commands_that_are_gone_say_what_to_do(capsys: pytest.CaptureFixture[
 
 def test_the_docs_show_the_command_line() -> None:
     guide = (Path(__file__).parents[2] / "docs" / "guides" / "accmt.md").read_text()
-    for shown in ("accmt launch --cpu -N 2", "accmt strats", "--num-processes", "--gpus",
-                  "--strat", "accmt launch --help", "accmt --help"):  # fmt: skip
+    for shown in (
+        "accmt launch --cpu -N 2",
+        "accmt strats",
+        "--num-processes",
+        "--gpus",
+        "--strat",
+        "accmt launch --help",
+        "accmt --help",
+    ):
         assert shown in guide, shown
 
 

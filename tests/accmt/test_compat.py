@@ -13,14 +13,28 @@ import pytest
 # accmt 1.x's documented public names, by module, that 2.x keeps.
 ONE_X_NAMES = {
     "accmt": [
-        "Trainer", "AcceleratorModule", "ExtendedAcceleratorModule", "HyperParameters",
-        "Optimizer", "Scheduler", "Monitor", "Callback", "on_main_process", "on_last_process",
-        "on_local_main_process", "on_local_process", "on_process", "set_seed",
+        "Trainer",
+        "AcceleratorModule",
+        "ExtendedAcceleratorModule",
+        "HyperParameters",
+        "Optimizer",
+        "Scheduler",
+        "Monitor",
+        "Callback",
+        "on_main_process",
+        "on_last_process",
+        "on_local_main_process",
+        "on_local_process",
+        "on_process",
+        "set_seed",
     ],
     "accmt.states": ["TrainingState"],
     "accmt.callbacks": ["Callback"],
     "accmt.decorators": [
-        "on_main_process", "on_last_process", "on_local_main_process", "on_local_process",
+        "on_main_process",
+        "on_last_process",
+        "on_local_main_process",
+        "on_local_process",
         "on_process",
     ],
     "accmt.metrics": ["Metric"],
@@ -29,7 +43,7 @@ ONE_X_NAMES = {
     "accmt.modules": ["AcceleratorModule", "ExtendedAcceleratorModule"],
     "accmt.trainer": ["Trainer"],
     "accmt.curriculum": ["RangeCurriculum", "RatioCurriculum", "StepsCurriculum"],
-}  # fmt: skip
+}
 
 # What the 2.x issue asks `from accmt import ...` to offer besides.
 TWO_X_NAMES = ["TrainingState", "Metric", "Accuracy", "CallbackHandler", "current_process"]

@@ -68,7 +68,7 @@ def test_a_stage_size_follows_max_steps(tmp_path: Path) -> None:
         ([(4, tagged(8, 0), "shuffle")], r"stage 0: dataloader_kwargs must be a dict"),
         ([], r"the list is empty"),
     ],
-)  # fmt: skip
+)
 def test_a_list_that_is_not_stages_is_refused_before_training(
     tmp_path: Path, data: list[Any], message: str
 ) -> None:
@@ -159,8 +159,10 @@ def test_minus_one_after_ratios_adding_up_to_1_is_a_stage_that_trains_no_step(
     assert [end for end, _, _ in curriculum.stages(20)] == [2, 6, 12, 20]
     module = StageRecorder()
     state = run(tmp_path, max_steps=20).fit(module, curriculum)
-    stage = {step: 0 if step <= 2 else 1 if step <= 6 else 2 if step <= 12 else 3 for step in
-             range(1, 21)}  # fmt: skip
+    stage = {
+        step: 0 if step <= 2 else 1 if step <= 6 else 2 if step <= 12 else 3
+        for step in range(1, 21)
+    }
     assert stage_of_each_step(module) == {step: {tag} for step, tag in stage.items()}
     assert (state.global_step, state.finished, state.train_dataloader_idx) == (20, True, 5)
 
@@ -209,7 +211,7 @@ def test_nothing_may_follow_the_stage_with_no_share(ratio: float) -> None:
         (tagged(0, 1), None, r"RatioCurriculum stage 1: the dataset is empty"),
         (tagged(8, 1), "shuffle", r"RatioCurriculum stage 1: dataloader_kwargs must be a dict"),
     ],
-)  # fmt: skip
+)
 def test_the_stage_with_no_share_is_checked_like_any(
     dataset: Any, kwargs: Any, message: str
 ) -> None:

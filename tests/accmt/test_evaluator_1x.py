@@ -52,8 +52,9 @@ def by_hand(module: Module, dataset: TensorDataset, batch_size: int) -> dict[str
         # In the evaluator's batches: the same shapes, so the same logits to the bit (one
         # forward over the whole set may round otherwise: MKL/oneDNN pick kernels by shape),
         # and the accuracy below is a count of the evaluator's own argmaxes.
-        logits = torch.cat([module.model(features[i : i + batch_size])
-                            for i in range(0, len(labels), batch_size)])  # fmt: skip
+        logits = torch.cat(
+            [module.model(features[i : i + batch_size]) for i in range(0, len(labels), batch_size)]
+        )
         losses = [
             torch.nn.functional.cross_entropy(
                 logits[i : i + batch_size], labels[i : i + batch_size]

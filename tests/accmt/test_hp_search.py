@@ -66,7 +66,7 @@ def test_the_1x_snippet_runs_unchanged(tmp_path: Path, monkeypatch: pytest.Monke
         warmup_ratio=0.1,
         optimizer="AdamW",
     )
-    search.optimize(best_metric_fn=None, direction="minimize", n_trials=10)  # fmt: skip
+    search.optimize(best_metric_fn=None, direction="minimize", n_trials=10)
 
     study = optuna.load_study(
         study_name="accmt-search", storage=f"sqlite:///{tmp_path}/hp_search/study.db"

@@ -108,12 +108,13 @@ def test_the_dict_layout_spellings_are_constructor_spellings() -> None:
     [
         ({"optim_kwargs": {"lr": 1.0}, "optimizer_kwargs": {"lr": 2.0}}, "optim_kwargs"),
         ({"optim": "Adam", "optimizer": "AdamW"}, "optim"),
-        ({"optimizer": {"type": "AdamW", "lr": 1.0}, "optimizer_kwargs": {"lr": 2.0}},
-         "optimizer"),
-        ({"scheduler": {"type": "StepLR", "step_size": 1}, "scheduler_kwargs": {"step_size": 2}},
-         "scheduler"),
+        ({"optimizer": {"type": "AdamW", "lr": 1.0}, "optimizer_kwargs": {"lr": 2.0}}, "optimizer"),
+        (
+            {"scheduler": {"type": "StepLR", "step_size": 1}, "scheduler_kwargs": {"step_size": 2}},
+            "scheduler",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_same_thing_given_twice_is_an_error_naming_it(kwargs: dict[str, Any], key: str) -> None:
     with pytest.raises(HyperParametersError, match="given twice") as caught:
         HyperParameters(**kwargs)

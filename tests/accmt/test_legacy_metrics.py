@@ -127,8 +127,10 @@ def test_metric_batch_averages_the_batches_results_as_1x_did() -> None:
     metric = MeanError("mean_error")
     for logits, _, weights in batches():
         metric.add_batch(logits[:, 0], weights)
-    per_batch = [(logits[:, 0].float() - weights.float()).abs().mean().item()
-                 for logits, _, weights in batches()]  # fmt: skip
+    per_batch = [
+        (logits[:, 0].float() - weights.float()).abs().mean().item()
+        for logits, _, weights in batches()
+    ]
     assert metric.compute() == {"mean_error": pytest.approx(sum(per_batch) / len(per_batch))}
     # It differs from the mean over samples: the last batch (2 samples) weighs as much as any.
     logits, _, weights = everything()
@@ -217,11 +219,16 @@ class Classifier(AcceleratorModule):
 
 def test_the_trainer_reports_the_1x_math_over_the_whole_validation_set(tmp_path: Path) -> None:
     generator = torch.Generator().manual_seed(0)
-    data = TensorDataset(torch.randn(40, 4, generator=generator),
-                         torch.randint(0, 3, (40,), generator=generator))  # fmt: skip
+    data = TensorDataset(
+        torch.randn(40, 4, generator=generator), torch.randint(0, 3, (40,), generator=generator)
+    )
     hps = HyperParameters(epochs=1, batch_size=6, optimizer_kwargs={"lr": 0.1})
-    options: dict[str, Any] = {"log_with": None, "checkpoint_every": None, "progress_bar": False,
-                               "seed": 0}  # fmt: skip
+    options: dict[str, Any] = {
+        "log_with": None,
+        "checkpoint_every": None,
+        "progress_bar": False,
+        "seed": 0,
+    }
     module = Classifier()
     trainer = Trainer(hps, tmp_path, metrics=[Accuracy("accuracy")], **options)
     found = trainer.fit(module, data, data).additional_metrics["validation"]["accuracy"]
@@ -272,8 +279,9 @@ def test_a_1x_module_with_metrics_of_one_and_three_arguments(tmp_path: Path) -> 
     hps = HyperParameters(epochs=1, batch_size=8, optimizer_kwargs={"lr": 0.1})
     metrics = [Weighted("weighted_accuracy"), Positives("positives")]
     module = OneXModule()
-    trainer = Trainer(hps, tmp_path, metrics=metrics, log_with=None, progress_bar=False,
-                      checkpoint_every=None)  # fmt: skip
+    trainer = Trainer(
+        hps, tmp_path, metrics=metrics, log_with=None, progress_bar=False, checkpoint_every=None
+    )
     found = trainer.fit(module, data, data).additional_metrics["validation"]
     # In validation's batches of 8, so that the signs and argmaxes counted below are
     # validation's own (see in_batches).

@@ -107,10 +107,15 @@ def test_gradient_checkpointing_is_enabled_on_the_model_before_training(tmp_path
     module = Recording()
     module.model = model = Checkpointed()
     seen: list[int] = []
-    module.training_step = lambda batch: (seen.append(len(model.enabled_with)),  # type: ignore
-                                          Classifier.training_step(module, batch))[1]  # fmt: skip
-    run = trainer(tmp_path, gradient_checkpointing=True,
-                  gradient_checkpointing_kwargs={"use_reentrant": False})  # fmt: skip
+    module.training_step = lambda batch: (
+        seen.append(len(model.enabled_with)),  # type: ignore
+        Classifier.training_step(module, batch),
+    )[1]
+    run = trainer(
+        tmp_path,
+        gradient_checkpointing=True,
+        gradient_checkpointing_kwargs={"use_reentrant": False},
+    )
     run.fit(module, blobs(16))
     assert model.enabled_with == [{"use_reentrant": False}]
     assert seen
@@ -198,8 +203,11 @@ def test_a_sampler_and_a_batch_sampler_together_are_refused(tmp_path: Path) -> N
     with pytest.raises(TrainerConfigError, match=r"Trainer\(sampler=\.\.\., batch_sampler="):
         trainer(tmp_path, sampler=FirstOf(4), batch_sampler=BatchSampler(FirstOf(4), 2, False))
     with pytest.raises(TrainerConfigError, match=r"Trainer\(val_sampler=\.\.\., val_batch_s"):
-        trainer(tmp_path, val_sampler=FirstOf(4),
-                val_batch_sampler=BatchSampler(SequentialSampler(data), 2, False))  # fmt: skip
+        trainer(
+            tmp_path,
+            val_sampler=FirstOf(4),
+            val_batch_sampler=BatchSampler(SequentialSampler(data), 2, False),
+        )
 
 
 def tagged(tag: str) -> Any:
@@ -228,10 +236,12 @@ class Tags(Classifier):
     ("options", "expected"),
     [
         ({"collate_fn": tagged("a")}, {"train": {"a"}, "val": {"a"}}),
-        ({"collate_fn": tagged("a"), "val_collate_fn": tagged("v")},
-         {"train": {"a"}, "val": {"v"}}),
+        (
+            {"collate_fn": tagged("a"), "val_collate_fn": tagged("v")},
+            {"train": {"a"}, "val": {"v"}},
+        ),
     ],
-)  # fmt: skip
+)
 def test_val_collate_fn_collates_validation_batches(
     tmp_path: Path, options: dict[str, Any], expected: dict[str, set[str]]
 ) -> None:
@@ -315,8 +325,9 @@ def test_a_bad_max_shard_size_is_named(tmp_path: Path, size: Any) -> None:
 
 
 def test_compile_kwargs_reach_accelerate_s_dynamo_plugin(tmp_path: Path) -> None:
-    run = trainer(tmp_path, compile=True, compile_kwargs={"mode": "max-autotune",
-                                                          "fullgraph": True})  # fmt: skip
+    run = trainer(
+        tmp_path, compile=True, compile_kwargs={"mode": "max-autotune", "fullgraph": True}
+    )
     plugin = make_accelerator(run.accelerator_options, run.logging_options).state.dynamo_plugin
     assert (plugin.mode, plugin.fullgraph) == ("max-autotune", True)
     assert str(plugin.backend).lower().endswith("inductor")
@@ -347,27 +358,36 @@ def test_consolidate_metrics_logs_the_mean_under_its_name_and_hides_what_it_took
     results = run.state.additional_metrics
     expected = (results["set0"]["accuracy"] + results["set1"]["accuracy"]) / 2
     assert logged[-1] == pytest.approx(
-        {"set0/loss": results["set0"]["loss"], "set1/loss": results["set1"]["loss"],
-         "average_accuracy": expected}
-    )  # fmt: skip
+        {
+            "set0/loss": results["set0"]["loss"],
+            "set1/loss": results["set1"]["loss"],
+            "average_accuracy": expected,
+        }
+    )
     # The state keeps every value: consolidation is about logging only.
     assert set(results["set0"]) == {"loss", "accuracy"}
 
 
 def test_report_all_metrics_and_additional_consolidation(tmp_path: Path) -> None:
     run, logged = consolidated_run(
-        tmp_path, 2,
+        tmp_path,
+        2,
         consolidate_metrics={"loss": lambda k: k.startswith("valid_loss__")},
         additional_metric_consolidation=lambda values: {"max_loss": max(values["loss"])},
         report_all_metrics=True,
-    )  # fmt: skip
+    )
     results = run.state.additional_metrics
     losses = [results["set0"]["loss"], results["set1"]["loss"]]
     assert logged[-1] == pytest.approx(
-        {"set0/loss": losses[0], "set1/loss": losses[1], "set0/accuracy":
-         results["set0"]["accuracy"], "set1/accuracy": results["set1"]["accuracy"],
-         "loss": sum(losses) / 2, "max_loss": max(losses)}
-    )  # fmt: skip
+        {
+            "set0/loss": losses[0],
+            "set1/loss": losses[1],
+            "set0/accuracy": results["set0"]["accuracy"],
+            "set1/accuracy": results["set1"]["accuracy"],
+            "loss": sum(losses) / 2,
+            "max_loss": max(losses),
+        }
+    )
 
 
 def test_with_one_set_1x_names_have_no_suffix(tmp_path: Path) -> None:
@@ -375,9 +395,11 @@ def test_with_one_set_1x_names_have_no_suffix(tmp_path: Path) -> None:
         tmp_path, 1, consolidate_metrics={"acc": lambda k: k == "accuracy"}
     )
     assert logged[-1] == pytest.approx(
-        {"validation/loss": run.state.additional_metrics["validation"]["loss"],
-         "acc": run.state.additional_metrics["validation"]["accuracy"]}
-    )  # fmt: skip
+        {
+            "validation/loss": run.state.additional_metrics["validation"]["loss"],
+            "acc": run.state.additional_metrics["validation"]["accuracy"],
+        }
+    )
 
 
 def test_a_consolidation_that_takes_nothing_fails_before_training(tmp_path: Path) -> None:
@@ -488,9 +510,13 @@ def test_the_hooks_are_documented_no_ops_of_every_module() -> None:
 def test_tracker_config_and_init_kwargs_reach_tensorboard(tmp_path: Path) -> None:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    run = trainer(tmp_path, log_with="tensorboard", track_name="t",
-                  additional_tracker_config={"dataset": "blobs", "nested": {"k": 1}},
-                  tracker_init_kwargs={"tensorboard": {"filename_suffix": ".accmt"}})  # fmt: skip
+    run = trainer(
+        tmp_path,
+        log_with="tensorboard",
+        track_name="t",
+        additional_tracker_config={"dataset": "blobs", "nested": {"k": 1}},
+        tracker_init_kwargs={"tensorboard": {"filename_suffix": ".accmt"}},
+    )
     run.fit(Recording(), blobs(16))
     folder = run.logging_options.logging_dir / "t"
     # The configuration is in the run's own events (the text "hparams"), in no folder of its own.
@@ -536,8 +562,9 @@ def artifacts(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_artifacts_without_an_artifact_store_are_copied_next_to_the_logs(tmp_path: Path) -> None:
     file, folder = artifacts(tmp_path)
-    run = trainer(tmp_path, log_with="tensorboard", track_name="t",
-                  callbacks=[LogsArtifacts(file, folder)])  # fmt: skip
+    run = trainer(
+        tmp_path, log_with="tensorboard", track_name="t", callbacks=[LogsArtifacts(file, folder)]
+    )
     run.fit(Recording(), blobs(16))
     copied = run.logging_options.logging_dir / "t" / "artifacts"
     assert (copied / "notes.txt").read_text() == "notes"

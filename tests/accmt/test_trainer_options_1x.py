@@ -28,28 +28,64 @@ REQUIRED = object()
 # accmt 1.9.5.1's Trainer.__init__, every parameter in order with its default (**kwargs went
 # to the MLflow tracker: TRACKER_PASS_THROUGHS).
 ONE_X_SIGNATURE: list[tuple[str, Any]] = [
-    ("hps_config", REQUIRED), ("model_path", REQUIRED), ("track_name", None),
-    ("enable_checkpointing", True), ("multiple_checkpoints", False), ("max_checkpoints", None),
-    ("resume", None), ("disable_model_saving", False), ("patience", None),
-    ("evaluate_every_n_steps", None), ("checkpoint_every", "epoch"), ("logging_dir", "logs"),
-    ("log_with", None), ("log_every", 1), ("grad_accumulation_steps", None),
-    ("gradient_checkpointing", False), ("gradient_checkpointing_kwargs", None),
-    ("clip_grad", 1.0), ("set_to_none", True), ("shuffle_train", True), ("sampler", None),
-    ("sampler_train", None), ("sampler_val", None), ("batch_sampler", None),
-    ("batch_sampler_train", None), ("batch_sampler_val", None), ("collate_fn", None),
-    ("collate_fn_train", None), ("collate_fn_val", None), ("max_shard_size", "10GB"),
-    ("safe_serialization", False), ("compile", False), ("compile_kwargs", None),
-    ("safe_mode", True), ("train_loss_metric_name", "train_loss"),
-    ("val_loss_metric_name", "val_loss"), ("dataloader_pin_memory", True),
-    ("dataloader_num_workers", None), ("dataloader_drop_last", False),
-    ("eval_when_finish", True), ("eval_when_start", False), ("monitor", None),
-    ("metrics", None), ("consolidate_metrics", None), ("additional_metric_consolidation", None),
-    ("report_all_metrics", False), ("cleanup_cache_every_n_steps", None), ("callback", None),
-    ("additional_tracker_config", None), ("batch_device_placement", True),
-    ("prepare_batch", True), ("safe_steps", True), ("destroy_after_training", True),
-    ("enable_prepare_logging", False), ("module_hooks", True), ("inference_mode", True),
+    ("hps_config", REQUIRED),
+    ("model_path", REQUIRED),
+    ("track_name", None),
+    ("enable_checkpointing", True),
+    ("multiple_checkpoints", False),
+    ("max_checkpoints", None),
+    ("resume", None),
+    ("disable_model_saving", False),
+    ("patience", None),
+    ("evaluate_every_n_steps", None),
+    ("checkpoint_every", "epoch"),
+    ("logging_dir", "logs"),
+    ("log_with", None),
+    ("log_every", 1),
+    ("grad_accumulation_steps", None),
+    ("gradient_checkpointing", False),
+    ("gradient_checkpointing_kwargs", None),
+    ("clip_grad", 1.0),
+    ("set_to_none", True),
+    ("shuffle_train", True),
+    ("sampler", None),
+    ("sampler_train", None),
+    ("sampler_val", None),
+    ("batch_sampler", None),
+    ("batch_sampler_train", None),
+    ("batch_sampler_val", None),
+    ("collate_fn", None),
+    ("collate_fn_train", None),
+    ("collate_fn_val", None),
+    ("max_shard_size", "10GB"),
+    ("safe_serialization", False),
+    ("compile", False),
+    ("compile_kwargs", None),
+    ("safe_mode", True),
+    ("train_loss_metric_name", "train_loss"),
+    ("val_loss_metric_name", "val_loss"),
+    ("dataloader_pin_memory", True),
+    ("dataloader_num_workers", None),
+    ("dataloader_drop_last", False),
+    ("eval_when_finish", True),
+    ("eval_when_start", False),
+    ("monitor", None),
+    ("metrics", None),
+    ("consolidate_metrics", None),
+    ("additional_metric_consolidation", None),
+    ("report_all_metrics", False),
+    ("cleanup_cache_every_n_steps", None),
+    ("callback", None),
+    ("additional_tracker_config", None),
+    ("batch_device_placement", True),
+    ("prepare_batch", True),
+    ("safe_steps", True),
+    ("destroy_after_training", True),
+    ("enable_prepare_logging", False),
+    ("module_hooks", True),
+    ("inference_mode", True),
     ("reset_optimizer_every_n_steps", None),
-]  # fmt: skip
+]
 
 SAMPLER, BATCH_SAMPLER, COLLATE, VAL_COLLATE, METRIC, CALLBACK = (object() for _ in range(6))
 
@@ -97,12 +133,20 @@ CASES: list[tuple[str, Any, dict[str, Any], str | None]] = [
     ("sampler_val", SAMPLER, {"val_sampler": SAMPLER}, "val_sampler="),
     kept("batch_sampler", BATCH_SAMPLER),
     ("batch_sampler_train", BATCH_SAMPLER, {"batch_sampler": BATCH_SAMPLER}, "batch_sampler="),
-    ("batch_sampler_val", BATCH_SAMPLER, {"val_batch_sampler": BATCH_SAMPLER},
-     "val_batch_sampler="),
+    (
+        "batch_sampler_val",
+        BATCH_SAMPLER,
+        {"val_batch_sampler": BATCH_SAMPLER},
+        "val_batch_sampler=",
+    ),
     kept("collate_fn", COLLATE),
     # Alone, 1.x's training collate left validation batches to PyTorch's default.
-    ("collate_fn_train", COLLATE, {"collate_fn": COLLATE, "val_collate_fn": default_collate},
-     "collate_fn="),
+    (
+        "collate_fn_train",
+        COLLATE,
+        {"collate_fn": COLLATE, "val_collate_fn": default_collate},
+        "collate_fn=",
+    ),
     ("collate_fn_val", VAL_COLLATE, {"val_collate_fn": VAL_COLLATE}, "val_collate_fn="),
     kept("max_shard_size", "2GB"),
     ("safe_serialization", True, {}, "remove it"),
@@ -119,8 +163,12 @@ CASES: list[tuple[str, Any, dict[str, Any], str | None]] = [
     kept("eval_when_finish", False),
     kept("eval_when_start", True),
     kept("monitor", Monitor(learning_rate=True)),
-    ("monitor", {"learning_rate": True, "gpu_utilization": True, "checkpoint": True},
-     {"monitor": Monitor(learning_rate=True, gpu_utilization=True)}, "monitor=Monitor("),
+    (
+        "monitor",
+        {"learning_rate": True, "gpu_utilization": True, "checkpoint": True},
+        {"monitor": Monitor(learning_rate=True, gpu_utilization=True)},
+        "monitor=Monitor(",
+    ),
     ("monitor", None, {}, None),
     kept("metrics", [METRIC]),
     kept("metrics", METRIC),  # one metric: the Trainer's to accept, as 1.x did
@@ -139,11 +187,18 @@ CASES: list[tuple[str, Any, dict[str, Any], str | None]] = [
     kept("module_hooks", False),
     ("inference_mode", False, {}, "remove it"),
     kept("reset_optimizer_every_n_steps", 1000),
-    *((name, "value", {"tracker_init_kwargs": {"mlflow": {name: "value"}}}, "tracker_init_kwargs=")
-      for name in TRACKER_PASS_THROUGHS),
+    *(
+        (
+            name,
+            "value",
+            {"tracker_init_kwargs": {"mlflow": {name: "value"}}},
+            "tracker_init_kwargs=",
+        )
+        for name in TRACKER_PASS_THROUGHS
+    ),
     # accmt 1.x's README named log_with so; 1.9.5.1 handed it to MLflow, which refused it.
     ("track_with", "mlflow", {"log_with": "mlflow"}, "log_with="),
-]  # fmt: skip
+]
 
 
 def translate(*args: Any, **options: Any) -> tuple[dict[str, Any], list[str]]:
@@ -156,12 +211,25 @@ def translate(*args: Any, **options: Any) -> tuple[dict[str, Any], list[str]]:
 
 # The options that are 1.x's spelling only: each warns once, even at its 1.x default.
 ONE_X_ONLY = {
-    "enable_checkpointing", "multiple_checkpoints", "sampler_train", "sampler_val",
-    "batch_sampler_train", "batch_sampler_val", "collate_fn_train", "collate_fn_val",
-    "safe_serialization", "safe_mode", "train_loss_metric_name", "val_loss_metric_name",
-    "callback", "prepare_batch", "safe_steps", "destroy_after_training",
-    "enable_prepare_logging", "inference_mode",
-}  # fmt: skip
+    "enable_checkpointing",
+    "multiple_checkpoints",
+    "sampler_train",
+    "sampler_val",
+    "batch_sampler_train",
+    "batch_sampler_val",
+    "collate_fn_train",
+    "collate_fn_val",
+    "safe_serialization",
+    "safe_mode",
+    "train_loss_metric_name",
+    "val_loss_metric_name",
+    "callback",
+    "prepare_batch",
+    "safe_steps",
+    "destroy_after_training",
+    "enable_prepare_logging",
+    "inference_mode",
+}
 
 
 def warned_names(messages: list[str]) -> list[str]:
@@ -267,12 +335,14 @@ def test_positional_options_follow_1x_s_order_with_one_warning() -> None:
         ({"sampler": SAMPLER, "sampler_train": SAMPLER}, ("sampler_train", "sampler")),
         ({"collate_fn": COLLATE, "collate_fn_train": COLLATE}, ("collate_fn_train", "collate_fn")),
         ({"batch_sampler": 1, "batch_sampler_train": 2}, ("batch_sampler_train", "batch_sampler")),
-        ({"collate_fn_val": COLLATE, "val_collate_fn": COLLATE},
-         ("collate_fn_val", "val_collate_fn")),
+        (
+            {"collate_fn_val": COLLATE, "val_collate_fn": COLLATE},
+            ("collate_fn_val", "val_collate_fn"),
+        ),
         ({"log_with": "mlflow", "track_with": "mlflow"}, ("track_with", "log_with")),
         ({"run_name": "a", "tracker_init_kwargs": {}}, ("run_name", "tracker_init_kwargs")),
     ],
-)  # fmt: skip
+)
 def test_two_spellings_of_one_option_are_an_error_naming_both(
     options: dict[str, Any], names: tuple[str, str]
 ) -> None:
@@ -285,8 +355,12 @@ def test_two_spellings_of_one_option_are_an_error_naming_both(
 def test_1x_s_own_precedence_is_kept() -> None:
     # enable_checkpointing=False turned checkpoints off whatever checkpoint_every said, and one
     # checkpoint folder was kept whatever max_checkpoints said.
-    result, _ = translate(checkpoint_every="2ep", enable_checkpointing=False,
-                          max_checkpoints=5, multiple_checkpoints=False)  # fmt: skip
+    result, _ = translate(
+        checkpoint_every="2ep",
+        enable_checkpointing=False,
+        max_checkpoints=5,
+        multiple_checkpoints=False,
+    )
     assert (result["checkpoint_every"], result["max_checkpoints"]) == (None, 1)
     # Training and validation collates together: each to its own.
     result, _ = translate(collate_fn_train=COLLATE, collate_fn_val=VAL_COLLATE)
@@ -384,8 +458,11 @@ def test_an_unknown_keyword_is_a_type_error_naming_it(tmp_path: Path) -> None:
 def test_the_trainer_s_signature_is_its_typed_2x_options() -> None:
     parameters = inspect.signature(Trainer).parameters
     assert list(parameters)[:2] == ["hps_config", "model_path"]
-    kinds = {parameter.kind for name, parameter in parameters.items()
-             if name not in ("hps_config", "model_path")}  # fmt: skip
+    kinds = {
+        parameter.kind
+        for name, parameter in parameters.items()
+        if name not in ("hps_config", "model_path")
+    }
     assert kinds == {inspect.Parameter.KEYWORD_ONLY}
 
 

@@ -3,8 +3,10 @@ them."""
 
 from __future__ import annotations
 
+import gc
 import math
 import random
+import weakref
 
 import torch
 
@@ -29,9 +31,35 @@ def test_combine_dicts() -> None:
     assert combine_dicts({"a": 1}, {"b": 2}, {"a": 3}) == {"a": 3, "b": 2}
 
 
+class _Node:
+    """An object that refers to itself: only the cyclic garbage collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
 def test_clear_device_cache() -> None:
-    clear_device_cache()
-    clear_device_cache(garbage_collection=True)
+    # garbage_collection=True runs the cyclic collector, and only then: with the automatic one
+    # held, a dropped cycle outlives the plain call and not the collecting one.
+    automatic = gc.isenabled()
+    gc.disable()
+    try:
+        node = _Node()
+        alive = weakref.ref(node)
+        del node
+        clear_device_cache()
+        assert alive() is not None
+        clear_device_cache(garbage_collection=True)
+        assert alive() is None
+    finally:
+        if automatic:
+            gc.enable()
+    if torch.cuda.is_available():  # the accelerator's cache is emptied: freed blocks go back
+        torch.empty(64 * 2**20, dtype=torch.uint8, device="cuda")  # allocated, then freed
+        cached = torch.cuda.memory_reserved()
+        assert cached >= 64 * 2**20
+        clear_device_cache()
+        assert torch.cuda.memory_reserved() <= cached - 64 * 2**20
 
 
 def test_divide_into_batches_and_iterbatch() -> None:

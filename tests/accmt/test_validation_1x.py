@@ -61,8 +61,11 @@ def test_validation_step_without_a_key_and_several_sets_is_named_before_training
     tmp_path: Path,
 ) -> None:
     run = trainer(tmp_path)
-    with pytest.raises(TrainerConfigError, match=r"NoKey.validation_step\(batch\) takes no key, "
-                       r"but there are 2 validation sets \['a', 'b'\]"):  # fmt: skip
+    with pytest.raises(
+        TrainerConfigError,
+        match=r"NoKey.validation_step\(batch\) takes no key, "
+        r"but there are 2 validation sets \['a', 'b'\]",
+    ):
         run.fit(NoKey(), blobs(16), {"a": blobs(8, seed=1), "b": blobs(8, seed=2)})
     assert run.state.global_step == 0
 

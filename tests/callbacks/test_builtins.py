@@ -108,8 +108,12 @@ def test_print_logger_prints_the_loss_every_n_optimizer_steps(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Six batches, accumulating two: the optimizer steps at batches 2, 4 and 6.
-    fit(CallbackHandler([PrintLogger(every_n_steps=2)]), TrainingState(), train=[1, 2, 3, 4, 5, 6],
-        accumulate=2)  # fmt: skip
+    fit(
+        CallbackHandler([PrintLogger(every_n_steps=2)]),
+        TrainingState(),
+        train=[1, 2, 3, 4, 5, 6],
+        accumulate=2,
+    )
     assert capsys.readouterr().out.splitlines() == ["epoch 0 step 2 | train: loss=4"]
 
 

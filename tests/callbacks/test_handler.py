@@ -31,16 +31,27 @@ def test_exact_hook_sequence_with_gradient_accumulation() -> None:
     # Batch 0 accumulates; batch 1 closes the window; batch 2 is the epoch's last and steps.
     epoch = [
         "on_epoch_start",
-        "on_before_training_step", *BACKWARD, "on_after_training_step",
-        "on_before_training_step", *BACKWARD, *OPTIMIZER_STEP, "on_after_training_step",
-        "on_before_training_step", *BACKWARD, *OPTIMIZER_STEP, "on_after_training_step",
+        "on_before_training_step",
+        *BACKWARD,
+        "on_after_training_step",
+        "on_before_training_step",
+        *BACKWARD,
+        *OPTIMIZER_STEP,
+        "on_after_training_step",
+        "on_before_training_step",
+        *BACKWARD,
+        *OPTIMIZER_STEP,
+        "on_after_training_step",
         "on_evaluation_start",
-        "on_before_validation_step", "on_after_validation_step",
-        "on_before_validation_step", "on_after_validation_step",
-        "on_before_validation_step", "on_after_validation_step",
+        "on_before_validation_step",
+        "on_after_validation_step",
+        "on_before_validation_step",
+        "on_after_validation_step",
+        "on_before_validation_step",
+        "on_after_validation_step",
         "on_evaluation_end",
         "on_epoch_end",
-    ]  # fmt: skip
+    ]
     assert recorder.names() == ["on_fit_start", *epoch, *epoch, "on_fit_end"]
 
 

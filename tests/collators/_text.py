@@ -29,18 +29,24 @@ def _wordpiece() -> Tokenizer:
     trainer = trainers.WordPieceTrainer(vocab_size=1500, special_tokens=SPECIALS)
     tokenizer.train_from_iterator(TEXTS, trainer)
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", CLS), ("[SEP]", SEP)],
-    )  # fmt: skip
+    )
     return tokenizer
 
 
 def wordpiece(padding_side: str = "right") -> PreTrainedTokenizerFast:
     """A BERT-like transformers tokenizer trained on CPython's help texts."""
     return PreTrainedTokenizerFast(
-        tokenizer_object=_wordpiece(), padding_side=padding_side, pad_token="[PAD]",
-        unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
-    )  # fmt: skip
+        tokenizer_object=_wordpiece(),
+        padding_side=padding_side,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
 
 
 class TinyTokenizer:

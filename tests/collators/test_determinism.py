@@ -38,8 +38,12 @@ def masked(collate: Any, rows: list[list[int]], side: str = "right") -> list[Any
 
 
 @settings(settings.get_profile("collators"))
-@given(st.integers(2, 10).flatmap(token_rows), st.randoms(use_true_random=False),
-       st.sampled_from(MASKING), st.sampled_from(["list", "tensor", "numpy"]))  # fmt: skip
+@given(
+    st.integers(2, 10).flatmap(token_rows),
+    st.randoms(use_true_random=False),
+    st.sampled_from(MASKING),
+    st.sampled_from(["list", "tensor", "numpy"]),
+)
 def test_a_sample_is_masked_alike_in_any_batch(
     rows: list[list[int]], shuffle: random.Random, kind: Any, as_type: str
 ) -> None:
@@ -149,8 +153,9 @@ class Sentences(torch.utils.data.Dataset[dict[str, list[int]]]):
 def test_dataloader_workers_mask_as_the_main_process(persistent: bool) -> None:
     collate = DataCollatorForLanguageModeling(TinyTokenizer(), mlm_probability=0.4, seed=9)
     dataset = Sentences()
-    loader = DataLoader(dataset, batch_size=4, collate_fn=collate, num_workers=2,
-                        persistent_workers=persistent)  # fmt: skip
+    loader = DataLoader(
+        dataset, batch_size=4, collate_fn=collate, num_workers=2, persistent_workers=persistent
+    )
     for epoch in range(2):
         collate.set_epoch(epoch)
         in_workers = [batch["labels"] for batch in loader]

@@ -38,26 +38,46 @@ def test_errors_are_value_errors() -> None:
         (lambda: DataCollatorWithPadding(no_pad()), r"no pad token .*tokenizer.pad_token = "),
         (lambda: DataCollatorWithPadding(TinyTokenizer(), padding="both"), "padding must be"),
         (lambda: DataCollatorWithPadding(TinyTokenizer(), max_length=0), "max_length must be"),
-        (lambda: DataCollatorWithPadding(TinyTokenizer(), padding="max_length"),
-         "padding='max_length' needs max_length"),
-        (lambda: DataCollatorWithPadding(TinyTokenizer(), pad_to_multiple_of=-8),
-         "pad_to_multiple_of must be"),
-        (lambda: DataCollatorWithPadding(TinyTokenizer(), return_tensors="tf"),
-         r"return_tensors must be 'pt' \(torch tensors\) or 'np' \(numpy arrays\), got 'tf'"),
-        (lambda: DataCollatorForLanguageModeling(TinyTokenizer(), mlm_probability=1.5),
-         r"mlm_probability must be in \[0, 1\]"),
-        (lambda: DataCollatorForLanguageModeling(
-            TinyTokenizer(), mask_replace_prob=0.8, random_replace_prob=0.3), "must not exceed 1"),
-        (lambda: DataCollatorForLanguageModeling(TinyTokenizer(), mlm=False, whole_word_mask=True),
-         "whole_word_mask=True needs mlm=True"),
+        (
+            lambda: DataCollatorWithPadding(TinyTokenizer(), padding="max_length"),
+            "padding='max_length' needs max_length",
+        ),
+        (
+            lambda: DataCollatorWithPadding(TinyTokenizer(), pad_to_multiple_of=-8),
+            "pad_to_multiple_of must be",
+        ),
+        (
+            lambda: DataCollatorWithPadding(TinyTokenizer(), return_tensors="tf"),
+            r"return_tensors must be 'pt' \(torch tensors\) or 'np' \(numpy arrays\), got 'tf'",
+        ),
+        (
+            lambda: DataCollatorForLanguageModeling(TinyTokenizer(), mlm_probability=1.5),
+            r"mlm_probability must be in \[0, 1\]",
+        ),
+        (
+            lambda: DataCollatorForLanguageModeling(
+                TinyTokenizer(), mask_replace_prob=0.8, random_replace_prob=0.3
+            ),
+            "must not exceed 1",
+        ),
+        (
+            lambda: DataCollatorForLanguageModeling(
+                TinyTokenizer(), mlm=False, whole_word_mask=True
+            ),
+            "whole_word_mask=True needs mlm=True",
+        ),
         (lambda: DataCollatorForWholeWordMask(TinyTokenizer(), mlm=False), "mlm must be True"),
         (lambda: DataCollatorForLanguageModeling(TinyTokenizer(), seed="7"), "seed must be"),
-        (lambda: DataCollatorForPermutationLanguageModeling(TinyTokenizer(), plm_probability=0),
-         r"plm_probability must be in \(0, 1\]"),
-        (lambda: DataCollatorForPermutationLanguageModeling(TinyTokenizer(), max_span_length=0),
-         "max_span_length must be"),
+        (
+            lambda: DataCollatorForPermutationLanguageModeling(TinyTokenizer(), plm_probability=0),
+            r"plm_probability must be in \(0, 1\]",
+        ),
+        (
+            lambda: DataCollatorForPermutationLanguageModeling(TinyTokenizer(), max_span_length=0),
+            "max_span_length must be",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_options_are_named_when_the_collator_is_built(build: Any, message: str) -> None:
     with pytest.raises(CollatorError, match=message):
         build()
@@ -80,8 +100,10 @@ def test_a_missing_pad_token_is_an_error_only_when_padding_is_needed() -> None:
 
 def test_sequences_longer_than_max_length_are_named() -> None:
     collate = DataCollatorWithPadding(TinyTokenizer(), padding="max_length", max_length=3)
-    with pytest.raises(CollatorError, match=r"samples\[1\]\['input_ids'\] has 4 tokens, more "
-                                            r"than max_length=3; truncate"):  # fmt: skip
+    with pytest.raises(
+        CollatorError,
+        match=r"samples\[1\]\['input_ids'\] has 4 tokens, more than max_length=3; truncate",
+    ):
         collate([{"input_ids": [1, 2]}, {"input_ids": [1, 2, 3, 4]}])
 
 
@@ -90,8 +112,10 @@ def test_labels_longer_than_max_length_are_named() -> None:
     with pytest.raises(CollatorError, match=r"samples\[0\]\['labels'\] has 5 labels, more than"):
         tagged([{"input_ids": [1, 2], "labels": [0, 0, 0, 0, 0]}])
     seq2seq = DataCollatorForSeq2Seq(TinyTokenizer(), padding="max_length", max_length=4)
-    with pytest.raises(CollatorError, match=r"samples\[1\]\['labels'\] has 6 labels, more than "
-                                            r"max_length=4"):  # fmt: skip
+    with pytest.raises(
+        CollatorError,
+        match=r"samples\[1\]\['labels'\] has 6 labels, more than max_length=4",
+    ):
         seq2seq([{"input_ids": [1], "labels": [1]}, {"input_ids": [1], "labels": [1] * 6}])
 
 
@@ -106,8 +130,12 @@ def test_unpadded_ragged_samples_are_named() -> None:
 def test_fields_that_must_follow_the_tokens_are_checked() -> None:
     collate = DataCollatorWithPadding(TinyTokenizer())
     with pytest.raises(CollatorError, match=r"samples\[1\]\['attention_mask'\] has 2 entries"):
-        collate([{"input_ids": [1, 2], "attention_mask": [1, 1]},
-                 {"input_ids": [1, 2, 3], "attention_mask": [1, 1]}])  # fmt: skip
+        collate(
+            [
+                {"input_ids": [1, 2], "attention_mask": [1, 1]},
+                {"input_ids": [1, 2, 3], "attention_mask": [1, 1]},
+            ]
+        )
     with pytest.raises(CollatorError, match=r"samples\[1\] lacks \['label'\]"):
         collate([{"input_ids": [1], "label": 0}, {"input_ids": [1]}])
     with pytest.raises(CollatorError, match=r"samples\[\*\]\['input_ids'\] cannot be read"):

@@ -61,10 +61,18 @@ def rates(collate: Any, epochs: int) -> dict[str, float]:
 
 @pytest.mark.parametrize("probability", [0.15, 0.4])
 def test_rates_match_the_rule_and_transformers(probability: float) -> None:
-    ours = rates(accmt_collators.DataCollatorForLanguageModeling(
-        TOKENIZER, mlm_probability=probability, seed=3), epochs=4)  # fmt: skip
-    theirs = rates(transformers.DataCollatorForLanguageModeling(
-        TOKENIZER, mlm_probability=probability, seed=3), epochs=4)  # fmt: skip
+    ours = rates(
+        accmt_collators.DataCollatorForLanguageModeling(
+            TOKENIZER, mlm_probability=probability, seed=3
+        ),
+        epochs=4,
+    )
+    theirs = rates(
+        transformers.DataCollatorForLanguageModeling(
+            TOKENIZER, mlm_probability=probability, seed=3
+        ),
+        epochs=4,
+    )
     expected = {"chosen": probability, "masked": 0.8, "kept": 0.1}
     for key, rate in expected.items():
         tolerance = 0.015 if key == "chosen" else 0.04
@@ -252,8 +260,10 @@ def test_permutation_lm_matches_transformers_shapes_invariants_and_rate() -> Non
     for key, value in found["theirs"].items():
         assert found["ours"][key].shape == value.shape, key
         assert found["ours"][key].dtype == value.dtype, key
-    share = {k: float((b["labels"] != -100).sum() / (~torch.isin(original, SPECIAL)).sum())
-             for k, b in found.items()}  # fmt: skip
+    share = {
+        k: float((b["labels"] != -100).sum() / (~torch.isin(original, SPECIAL)).sum())
+        for k, b in found.items()
+    }
     assert abs(share["ours"] - share["theirs"]) < 0.04, share
     assert 0.1 < share["ours"] < 0.25, share
 
@@ -279,8 +289,9 @@ def test_permutation_batch_is_dense_and_trains_xlnet() -> None:
     collate = accmt_collators.DataCollatorForPermutationLanguageModeling(TOKENIZER, seed=1)
     batch = permutation_batch(collate, rows)
     assert all(value.is_contiguous() for value in batch.values())
-    config = transformers.XLNetConfig(vocab_size=len(TOKENIZER), d_model=16, n_layer=1,
-                                      n_head=2, d_inner=32, dropout=0.0)  # fmt: skip
+    config = transformers.XLNetConfig(
+        vocab_size=len(TOKENIZER), d_model=16, n_layer=1, n_head=2, d_inner=32, dropout=0.0
+    )
     torch.manual_seed(0)
     model = transformers.XLNetLMHeadModel(config)
     loss = model(**batch).loss

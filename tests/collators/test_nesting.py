@@ -32,10 +32,15 @@ def test_a_tuple_of_encodings_and_a_label_pads_each_encoding_on_its_own() -> Non
 
 def test_dicts_and_lists_nest_to_any_depth() -> None:
     samples = [
-        {"pair": [SOURCE[i], {"inner": TARGET[i]}], "meta": {"id": i, "weight": 0.5 * i},
-         "tags": [1, 2, 3], "name": f"s{i}", "image": torch.full((2, 2), float(i))}
+        {
+            "pair": [SOURCE[i], {"inner": TARGET[i]}],
+            "meta": {"id": i, "weight": 0.5 * i},
+            "tags": [1, 2, 3],
+            "name": f"s{i}",
+            "image": torch.full((2, 2), float(i)),
+        }
         for i in range(2)
-    ]  # fmt: skip
+    ]
     batch = PAD(samples)
     same_batch(batch["pair"][0], PAD(SOURCE))
     same_batch(batch["pair"][1]["inner"], PAD(TARGET))

@@ -18,8 +18,10 @@ def test_special_tokens_come_from_the_token_id_attributes_and_size_from_vocab_si
     rows = [[CLS, *range(5, 12), SEP], [CLS, 7, SEP]]
     batch = collate(rows)
     labels, inputs = batch["labels"], batch["input_ids"]
-    special = torch.isin(labels.new_tensor([[CLS, *range(5, 12), SEP], [CLS, 7, SEP] + [PAD] * 6]),
-                         torch.tensor([PAD, CLS, SEP, MASK]))  # fmt: skip
+    special = torch.isin(
+        labels.new_tensor([[CLS, *range(5, 12), SEP], [CLS, 7, SEP] + [PAD] * 6]),
+        torch.tensor([PAD, CLS, SEP, MASK]),
+    )
     assert torch.equal(labels == -100, special)
     assert ((inputs >= 0) & (inputs < 12)).all()
     assert set(inputs[~special].tolist()) != set(labels[~special].tolist())

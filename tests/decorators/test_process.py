@@ -7,13 +7,27 @@ import pytest
 from accmt_decorators import ProcessInfo, current_process, main_process_first, wait_for_everyone
 
 LAUNCHER_NAMES = [
-    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
-    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-    "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
-    "PMIX_RANK", "PMIX_SIZE", "PMIX_LOCAL_RANK", "PMIX_LOCAL_SIZE",
-]  # fmt: skip
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_LOCALID",
+    "SLURM_NTASKS_PER_NODE",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALRANKID",
+    "MPI_LOCALNRANKS",
+    "PMIX_RANK",
+    "PMIX_SIZE",
+    "PMIX_LOCAL_RANK",
+    "PMIX_LOCAL_SIZE",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -39,20 +53,28 @@ def test_single_process_by_default() -> None:
         ),
         ({"RANK": "1", "WORLD_SIZE": "2"}, (1, 1, 2, 2)),
         (
-            {"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1",
-             "SLURM_NTASKS_PER_NODE": "4(x2)"},
+            {
+                "SLURM_PROCID": "5",
+                "SLURM_NTASKS": "8",
+                "SLURM_LOCALID": "1",
+                "SLURM_NTASKS_PER_NODE": "4(x2)",
+            },
             (5, 1, 8, 4),
         ),
         (
-            {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "3",
-             "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "1"},
+            {
+                "OMPI_COMM_WORLD_RANK": "2",
+                "OMPI_COMM_WORLD_SIZE": "3",
+                "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+                "OMPI_COMM_WORLD_LOCAL_SIZE": "1",
+            },
             (2, 0, 3, 1),
         ),
         ({"PMI_RANK": "1", "PMI_SIZE": "2"}, (1, 1, 2, 2)),
         # torchrun inside a SLURM allocation: torchrun's own variables win.
         ({"RANK": "0", "WORLD_SIZE": "2", "SLURM_PROCID": "0", "SLURM_NTASKS": "1"}, (0, 0, 2, 2)),
     ],
-)  # fmt: skip
+)
 def test_launcher_environments(
     monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], expected: tuple[int, ...]
 ) -> None:

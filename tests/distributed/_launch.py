@@ -55,8 +55,14 @@ def launch(
     its end (a test may kill it), with its output."""
     command = [str(WORKERS / worker), *args]
     if nproc > 1:
-        command = ["-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-                   f"--master_port={free_port()}", "--max-restarts=0", *command]  # fmt: skip
+        command = [
+            "-m",
+            "torch.distributed.run",
+            f"--nproc_per_node={nproc}",
+            f"--master_port={free_port()}",
+            "--max-restarts=0",
+            *command,
+        ]
     return subprocess.run(
         [sys.executable, *command], capture_output=True, text=True, timeout=timeout, env=_env()
     )

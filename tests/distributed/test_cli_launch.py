@@ -28,8 +28,16 @@ def accmt(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cpu_n_2_runs_two_processes_of_one_gloo_job(tmp_path: Path) -> None:
-    done = accmt("launch", "--cpu", "-N", "2", str(WORKERS / "launch_worker.py"), str(tmp_path),
-                 "--epochs", "3")  # fmt: skip
+    done = accmt(
+        "launch",
+        "--cpu",
+        "-N",
+        "2",
+        str(WORKERS / "launch_worker.py"),
+        str(tmp_path),
+        "--epochs",
+        "3",
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     records = read_ranks(tmp_path, 2)
     assert sorted(record["rank"] for record in records) == [0, 1]
@@ -43,7 +51,8 @@ def test_cpu_n_2_runs_two_processes_of_one_gloo_job(tmp_path: Path) -> None:
 
 
 def test_a_failing_script_fails_the_command_with_its_status(tmp_path: Path) -> None:
-    done = accmt("launch", "--cpu", "-N", "2", str(WORKERS / "launch_worker.py"), str(tmp_path),
-                 "--fail")  # fmt: skip
+    done = accmt(
+        "launch", "--cpu", "-N", "2", str(WORKERS / "launch_worker.py"), str(tmp_path), "--fail"
+    )
     assert done.returncode == 3
     assert not list(tmp_path.iterdir())

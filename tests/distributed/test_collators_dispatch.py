@@ -14,10 +14,13 @@ from ._launch import torchrun
 pytestmark = pytest.mark.distributed
 
 COLLATORS = {
-    "DataCollatorWithPadding", "DataCollatorForTokenClassification", "DataCollatorForSeq2Seq",
-    "DataCollatorForLanguageModeling", "DataCollatorForWholeWordMask",
+    "DataCollatorWithPadding",
+    "DataCollatorForTokenClassification",
+    "DataCollatorForSeq2Seq",
+    "DataCollatorForLanguageModeling",
+    "DataCollatorForWholeWordMask",
     "DataCollatorForPermutationLanguageModeling",
-}  # fmt: skip
+}
 
 
 def test_dispatched_batches_arrive_as_the_collator_made_them(tmp_path: Path) -> None:

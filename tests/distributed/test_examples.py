@@ -22,10 +22,19 @@ from train_digits import split_digits  # noqa: E402
 
 def test_digits_example_under_accelerate_launch(tmp_path: Path) -> None:
     command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes=2",
-        "--num_machines=1", f"--main_process_port={free_port()}", str(EXAMPLE),
-        "--epochs", "3", "--output", str(tmp_path),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes=2",
+        "--num_machines=1",
+        f"--main_process_port={free_port()}",
+        str(EXAMPLE),
+        "--epochs",
+        "3",
+        "--output",
+        str(tmp_path),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-4000:]

@@ -82,10 +82,16 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     ended = []
     for launch in range(len(plan)):
         command = [
-            sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-            f"--master_port={free_port()}", "--max-restarts=0", WORKER,
-            str(root / "plan.json"), str(launch),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            f"--master_port={free_port()}",
+            "--max-restarts=0",
+            WORKER,
+            str(root / "plan.json"),
+            str(launch),
+        ]
         ended.append(subprocess.run(command, capture_output=True, text=True, timeout=300, env=env))
     return Ran(root, ended)
 
@@ -93,12 +99,20 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
 @pytest.mark.parametrize(
     ("name", "kill", "files"),
     [
-        (SHARDED, 7, ["pytorch_model_fsdp_0/.metadata", "pytorch_model_fsdp_0/__0_0.distcp",
-                      "pytorch_model_fsdp_0/__1_0.distcp", "optimizer_0/.metadata"]),
+        (
+            SHARDED,
+            7,
+            [
+                "pytorch_model_fsdp_0/.metadata",
+                "pytorch_model_fsdp_0/__0_0.distcp",
+                "pytorch_model_fsdp_0/__1_0.distcp",
+                "optimizer_0/.metadata",
+            ],
+        ),
         (FULL, 5, ["pytorch_model_fsdp.bin", "optimizer.bin"]),
     ],
     ids=["sharded", "full"],
-)  # fmt: skip
+)
 def test_a_killed_fsdp_run_resumes_to_the_uninterrupted_weights_bit_for_bit(
     ran: Ran, name: str, kill: int, files: list[str]
 ) -> None:
@@ -108,10 +122,14 @@ def test_a_killed_fsdp_run_resumes_to_the_uninterrupted_weights_bit_for_bit(
         assert ran.ended[launch].returncode == (0 if launch == 2 else 1), ran.ended[launch].stderr
     events = ran.events(folder)
     assert [(e["launch"], e["event"]) for e in events] == [
-        (killed_in, "start"), (killed_in, "fit_start"), (killed_in, "kill"),
-        (killed_in + 1, "start"), (killed_in + 1, "fit_start"), (killed_in + 1, "resume"),
+        (killed_in, "start"),
+        (killed_in, "fit_start"),
+        (killed_in, "kill"),
+        (killed_in + 1, "start"),
+        (killed_in + 1, "fit_start"),
+        (killed_in + 1, "resume"),
         (killed_in + 1, "end"),
-    ]  # fmt: skip
+    ]
     assert events[2]["at"] == f"step {kill}"
     assert events[4]["step"] == events[5]["step"] == kill - 1  # the newest checkpoint's
     assert events[6]["global_step"] == STEPS

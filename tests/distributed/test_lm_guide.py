@@ -48,8 +48,13 @@ def run(output: Path) -> subprocess.CompletedProcess[str]:
 def killed_after_first_checkpoint(output: Path) -> None:
     """The job started, and SIGKILLed (every process of it) once its first checkpoint is in
     place, while it trains its second epoch."""
-    job = subprocess.Popen(command(output), env=environment(), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, text=True)  # fmt: skip
+    job = subprocess.Popen(
+        command(output),
+        env=environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     first = output / "checkpoints" / "checkpoint_000001"
     deadline = time.monotonic() + 300
     while not first.is_dir() and job.poll() is None and time.monotonic() < deadline:

@@ -83,12 +83,19 @@ def test_a_1x_program_using_1x_s_trainer_options(ran: Callable[..., Any], nproc:
         assert record["metrics"]["validation"]["accuracy"] == record["by_hand"]
         assert record["metrics"] == records[0]["metrics"]
         # Each 1.x spelling warned once, naming itself (gpu_utilization is a 2.x option now).
-        assert record["warnings"] == sorted([
-            "Trainer options after model_path are keyword-only in "
-            "accmt 2: write track_name", "Trainer(callback", "Trainer(collate_fn_train",
-            "Trainer(collate_fn_val", "Trainer(enable_checkpointing", "Trainer(log_every",
-            "Trainer(multiple_checkpoints", "Trainer(safe_mode", "Trainer(sampler_val",
-        ])  # fmt: skip
+        assert record["warnings"] == sorted(
+            [
+                "Trainer options after model_path are keyword-only in accmt 2: write track_name",
+                "Trainer(callback",
+                "Trainer(collate_fn_train",
+                "Trainer(collate_fn_val",
+                "Trainer(enable_checkpointing",
+                "Trainer(log_every",
+                "Trainer(multiple_checkpoints",
+                "Trainer(safe_mode",
+                "Trainer(sampler_val",
+            ]
+        )
         assert record["train_losses_logged"] == 2  # log_every=-1: once per epoch
         # consolidate_metrics: the accuracy is logged as avg_accuracy only.
         accuracy = record["metrics"]["validation"]["accuracy"]
@@ -153,8 +160,10 @@ def test_a_1x_from_hf_module(tmp_path: Path, nproc: int, tiny_gpt2: Path) -> Non
     records = launch("one_x_from_hf.py", tmp_path, nproc, str(tiny_gpt2))
     for record in records:
         assert (record["world"], record["finished"], record["model"]) == (
-            nproc, True, "GPT2LMHeadModel",
-        )  # fmt: skip
+            nproc,
+            True,
+            "GPT2LMHeadModel",
+        )
         # The validation loss is the model's own, averaged exactly over the set: the same on
         # every process, and well under a uniform guess over 32 tokens (ln 32 = 3.47).
         assert record["loss"] == records[0]["loss"] < 2.5

@@ -45,8 +45,15 @@ def test_under_torchrun(tmp_path: Path) -> None:
 
 def test_under_accmt_launch_cpu(tmp_path: Path) -> None:
     environment = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-    command = [ACCMT, "launch", "--cpu", "-N", "2", str(WORKERS / "process_first_worker.py"),
-               str(tmp_path)]  # fmt: skip
+    command = [
+        ACCMT,
+        "launch",
+        "--cpu",
+        "-N",
+        "2",
+        str(WORKERS / "process_first_worker.py"),
+        str(tmp_path),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=environment)
     assert done.returncode == 0, done.stderr[-4000:]
     check(tmp_path)

@@ -43,8 +43,14 @@ LENGTHS = {"T_max"}  # what a resize sets to this run's length in a scheduler's 
 def launch(nproc: int, plan: Path, number: int) -> subprocess.CompletedProcess[str]:
     command = [WORKER, str(plan), str(number)]
     if nproc > 1:
-        command = ["-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-                   f"--master_port={free_port()}", "--max-restarts=0", *command]  # fmt: skip
+        command = [
+            "-m",
+            "torch.distributed.run",
+            f"--nproc_per_node={nproc}",
+            f"--master_port={free_port()}",
+            "--max-restarts=0",
+            *command,
+        ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [sys.executable, *command], capture_output=True, text=True, timeout=300, env=env
@@ -59,13 +65,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     x, y, z, f = (str(root / name) for name in "xyzf")
     cosine = {"scheduler": "CosineAnnealingLR", "scheduler_kwargs": {}}
     plan = [
-        [{"out": x, "stop_at": 4}, {"out": z, "stop_at": 3, "checkpoint_every": "2 steps"},
-         {"out": f, "epochs": 1}],
-        [{"out": x, "stop_at": 10}, {"out": y, "stop_at": 8, **cosine},
-         {"out": z, "checkpoint_every": "2 steps", "tag": "-refused"},
-         {"out": z, "checkpoint_every": "2 steps", "resume": 1}, {"out": f}],
+        [
+            {"out": x, "stop_at": 4},
+            {"out": z, "stop_at": 3, "checkpoint_every": "2 steps"},
+            {"out": f, "epochs": 1},
+        ],
+        [
+            {"out": x, "stop_at": 10},
+            {"out": y, "stop_at": 8, **cosine},
+            {"out": z, "checkpoint_every": "2 steps", "tag": "-refused"},
+            {"out": z, "checkpoint_every": "2 steps", "resume": 1},
+            {"out": f},
+        ],
         [{"out": x}, {"out": y, **cosine}],
-    ]  # fmt: skip
+    ]
     (root / "plan.json").write_text(json.dumps(plan))
     stderr = [
         launch(nproc, root / "plan.json", number).stderr for number, nproc in enumerate((1, 2, 1))
@@ -126,8 +139,10 @@ def test_one_to_two_to_one_mid_epoch(runs: tuple[Path, list[str]]) -> None:
     root, stderr = runs
     out = root / "x"
     first, (second, second_1), (third,) = (
-        records(out, 0, 1)[0], records(out, 1, 2), records(out, 2, 1)
-    )  # fmt: skip
+        records(out, 0, 1)[0],
+        records(out, 1, 2),
+        records(out, 2, 1),
+    )
     checkpoints = out / "run" / "checkpoints"
     # 1 -> 2: 8 batches read on one process are 4 on each of two; the counters go on.
     made = state_of(checkpoints / "checkpoint_000001")
@@ -135,23 +150,32 @@ def test_one_to_two_to_one_mid_epoch(runs: tuple[Path, list[str]]) -> None:
     assert made["batches_seen_in_epoch"] == 8
     for record in (second, second_1):
         assert record["resumed"]["state"] == {
-            "global_step": 4, "epoch": 0, "batch_iteration": 8, "batches_seen_in_epoch": 4,
+            "global_step": 4,
+            "epoch": 0,
+            "batch_iteration": 8,
+            "batches_seen_in_epoch": 4,
             "finished": False,
-        }  # fmt: skip
+        }
         # 4 steps done + 10 left on two processes (8 batches of epoch 0, 12 of epoch 1 each).
         assert_loaded_exactly(checkpoints / "checkpoint_000001", record["resumed"], 14)
     assert second["final"]["global_step"] == 10
     assert second["final"]["batch_iteration"] == 20
     # 2 -> 1: 4 batches on each of two are 8 on one; 10 steps done + 8 left.
     assert third["resumed"]["state"] == {
-        "global_step": 10, "epoch": 1, "batch_iteration": 20, "batches_seen_in_epoch": 8,
+        "global_step": 10,
+        "epoch": 1,
+        "batch_iteration": 20,
+        "batches_seen_in_epoch": 8,
         "finished": False,
-    }  # fmt: skip
+    }
     assert_loaded_exactly(checkpoints / "checkpoint_000003", third["resumed"], 18)
     assert third["final"] == {
-        "global_step": 18, "epoch": 2, "batch_iteration": 36, "batches_seen_in_epoch": 0,
+        "global_step": 18,
+        "epoch": 2,
+        "batch_iteration": 36,
+        "batches_seen_in_epoch": 0,
         "finished": True,
-    }  # fmt: skip
+    }
     # Every sample once an epoch, none read twice where the number of processes changed.
     read = samples_by_epoch(first, second, second_1, third)
     assert read == {epoch: collections.Counter(range(96)) for epoch in (0, 1)}
@@ -197,15 +221,21 @@ def test_two_to_one_mid_epoch_with_a_schedule_sized_in_its_state(
     checkpoint = out / "run" / "checkpoints" / "checkpoint_000002"
     assert state_of(checkpoint)["batches_seen_in_epoch"] == 4
     assert resumed["resumed"]["state"] == {
-        "global_step": 8, "epoch": 1, "batch_iteration": 16, "batches_seen_in_epoch": 8,
+        "global_step": 8,
+        "epoch": 1,
+        "batch_iteration": 16,
+        "batches_seen_in_epoch": 8,
         "finished": False,
-    }  # fmt: skip
+    }
     # CosineAnnealingLR's T_max, 12 on two processes, is 8 done + 8 left on one.
     assert_loaded_exactly(checkpoint, resumed["resumed"], 16)
     assert resumed["final"] == {
-        "global_step": 16, "epoch": 2, "batch_iteration": 32, "batches_seen_in_epoch": 0,
+        "global_step": 16,
+        "epoch": 2,
+        "batch_iteration": 32,
+        "batches_seen_in_epoch": 0,
         "finished": True,
-    }  # fmt: skip
+    }
     optimizer = torch.load(checkpoint / "accelerate" / "optimizer.bin", weights_only=True)
     assert resumed["lrs"][0] == (9, optimizer["param_groups"][0]["lr"])
     assert resumed["final_lr"] == 0.0  # the cosine's end, reached with the last step
@@ -222,7 +252,7 @@ def test_a_moment_that_two_processes_cannot_split_is_refused_with_what_to_do(
     out = root / "z"
     refused, refused_1 = records(out, 1, 2, "-refused")
     folder = out / "run" / "checkpoints" / "checkpoint_000002"
-    assert refused["refused"] == refused_1["refused"] == (
+    expected = (
         f"checkpoint {folder} was made on 1 process, and this run has 2; it was made at batch 6 "
         "of epoch 1 (step 3), after 6 batches of the epoch's order; on 2 processes that is 3 "
         "batches each, not a whole number of accumulation windows of "
@@ -231,7 +261,8 @@ def test_a_moment_that_two_processes_cannot_split_is_refused_with_what_to_do(
         "or give this run an output folder of its own (the Trainer's model_path; --output in "
         "the examples), or pass resume=False to start afresh in this one (its checkpoints are "
         "then moved aside to checkpoints.old-<n>, not deleted)."
-    )  # fmt: skip
+    )
+    assert refused["refused"] == refused_1["refused"] == expected
     assert "seen" not in refused  # it trained nothing
     # As it says: resume=1 starts from step 2, 4 batches read on one process, 2 on each of two.
     for again in records(out, 1, 2):
@@ -251,9 +282,12 @@ def test_a_finished_run_goes_on_for_another_epoch_on_two_processes(
     assert state_of(checkpoint)["finished"] is True
     for record in (resumed, resumed_1):
         assert record["resumed"]["state"] == {
-            "global_step": 12, "epoch": 1, "batch_iteration": 24, "batches_seen_in_epoch": 0,
+            "global_step": 12,
+            "epoch": 1,
+            "batch_iteration": 24,
+            "batches_seen_in_epoch": 0,
             "finished": True,
-        }  # fmt: skip
+        }
         assert_loaded_exactly(checkpoint, record["resumed"], 18)
         assert record["final"]["global_step"] == 18  # 12 + 6 steps of one epoch on two
         assert record["final"]["batch_iteration"] == 36

@@ -40,9 +40,15 @@ def launch(nproc: int, *args: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, WORKER, *args]
     else:
         command = [
-            sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-            f"--master_port={free_port()}", "--max-restarts=0", WORKER, *args,
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            f"--nproc_per_node={nproc}",
+            f"--master_port={free_port()}",
+            "--max-restarts=0",
+            WORKER,
+            *args,
+        ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
 
@@ -122,22 +128,29 @@ def run_campaign(root: Path, nproc: int) -> Campaign:
         kills = sorted(rng.sample(range(2, total - 8), 2))
         story = f"{name}, seed {seed}: SIGKILL after steps {kills} and inside the 2nd checkpoint"
         ran.killed[name] = Killed(
-            root / name, ["--ema", *mode],
-            [["--kill-at-step", str(kills[0])], ["--kill-at-step", str(kills[1])],
-             ["--kill-in-checkpoint", "2"]],
+            root / name,
+            ["--ema", *mode],
+            [
+                ["--kill-at-step", str(kills[0])],
+                ["--kill-at-step", str(kills[1])],
+                ["--kill-in-checkpoint", "2"],
+            ],
             story,
-        )  # fmt: skip
+        )
     # Stages end at steps 9 and 17 of 24; checkpoints every 3 steps. The first kill resumes
     # from step 6 and crosses stage 0's end; the second resumes from step 9, the stage's end
     # itself; the third dies inside the checkpoint of step 15 and resumes in stage 1's cut pass
     # from step 12.
     ran.killed["curriculum"] = Killed(
-        root / "curriculum", ["--curriculum"],
+        root / "curriculum",
+        ["--curriculum"],
         [["--kill-at-step", "8"], ["--kill-at-step", "11"], ["--kill-in-checkpoint", "2"]],
         "curriculum: SIGKILL after steps 8 and 11 and inside the 2nd checkpoint",
-    )  # fmt: skip
-    uninterrupted = [[str(ran.out("uninterrupted")), "--ema"],
-                     [str(ran.out("curriculum_uninterrupted")), "--curriculum"]]  # fmt: skip
+    )
+    uninterrupted = [
+        [str(ran.out("uninterrupted")), "--ema"],
+        [str(ran.out("curriculum_uninterrupted")), "--curriculum"],
+    ]
     # A kill ends its launch: each launch makes one, the killed runs taking turns.
     kills = [run.arguments(*run.kills[turn]) for turn in range(3) for run in ran.killed.values()]
     ran.plan = [

@@ -30,10 +30,18 @@ def test_a_moment_two_processes_cannot_split_is_refused_by_two(tmp_path: Path) -
     checkpoints = sorted((tmp_path / "run" / "checkpoints").glob("checkpoint_*"))
     assert [path.name for path in checkpoints] == ["checkpoint_000001"]
 
-    refused = run([
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
-        f"--master_port={free_port()}", "--max-restarts=0", WORKER, str(tmp_path),
-    ])  # fmt: skip
+    refused = run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node=2",
+            f"--master_port={free_port()}",
+            "--max-restarts=0",
+            WORKER,
+            str(tmp_path),
+        ]
+    )
     assert refused.returncode != 0
     assert "CheckpointError" in refused.stderr
     assert "was made on 1 process, and this run has 2; " in refused.stderr

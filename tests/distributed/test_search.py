@@ -30,8 +30,20 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One job for both tests (a launch costs most in its processes importing torch and
     Accelerate): a search of 4 trials, one pruned and one failing, then a plain fit."""
     out = tmp_path_factory.mktemp("search") / "search"
-    torchrun(str(WORKER), 2, str(out), "--trials", "4", "--epochs", "2", "--prune-trial", "1",
-             "--fail-trial", "2", "--then-fit")  # fmt: skip
+    torchrun(
+        str(WORKER),
+        2,
+        str(out),
+        "--trials",
+        "4",
+        "--epochs",
+        "2",
+        "--prune-trial",
+        "1",
+        "--fail-trial",
+        "2",
+        "--then-fit",
+    )
     return out
 
 
@@ -39,8 +51,11 @@ def test_both_processes_train_the_same_trials_and_the_study_has_n_trials(out: Pa
     study = optuna.load_study(study_name="accmt-search", storage=f"sqlite:///{out}/study.db")
     trials = study.get_trials()
     assert [t.state for t in trials] == [
-        TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.COMPLETE
-    ]  # fmt: skip
+        TrialState.COMPLETE,
+        TrialState.PRUNED,
+        TrialState.FAIL,
+        TrialState.COMPLETE,
+    ]
     assert trials[2].user_attrs["accmt_search"]["error"] == "ValueError: trial_2 fails on purpose"
 
     ranks = [trained(out, 0), trained(out, 1)]

@@ -24,10 +24,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("trainer")
     torchrun("trainer_worker.py", 2, str(out / "two"), "8", *ACCUMULATIONS)
     subprocess.run(
-        [sys.executable, str(WORKERS / "trainer_worker.py"), str(out / "single"), "16",
-         *ACCUMULATIONS],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(WORKERS / "trainer_worker.py"),
+            str(out / "single"),
+            "16",
+            *ACCUMULATIONS,
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 

@@ -284,9 +284,12 @@ def test_a_marked_block_gives_its_commands_but_the_excepted_ones(tmp_path: Path)
     assert problems == []
     assert commands == [
         Command("page.md", 4, ("./hatchw", "run", "main")),
-        Command("page.md", 8, ("torchrun", "--nproc_per_node", "2", "examples/x.py", "--output",
-                               "runs/a b")),
-    ]  # fmt: skip
+        Command(
+            "page.md",
+            8,
+            ("torchrun", "--nproc_per_node", "2", "examples/x.py", "--output", "runs/a b"),
+        ),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -66,8 +66,16 @@ def segments(output: str) -> list[str]:
 
 def test_the_lm_example_shows_accmts_progress_and_keeps_its_tokenizer(tmp_path: Path) -> None:
     output = tmp_path / "lm"
-    command = [sys.executable, str(EXAMPLE), "--texts", "16", "--epochs", "1", "--output",
-               str(output)]  # fmt: skip
+    command = [
+        sys.executable,
+        str(EXAMPLE),
+        "--texts",
+        "16",
+        "--epochs",
+        "1",
+        "--output",
+        str(output),
+    ]
     status, first = in_terminal(*command)
     assert status == 0, first[-4000:]
     shown = segments(first)

@@ -65,8 +65,11 @@ def test_causal_is_the_shift_by_hand(seed: int, rows: int, length: int, at: st.D
 
 
 def test_sequences_without_a_choice_are_refused_naming_both() -> None:
-    with pytest.raises(MetricError, match=r"Perplexity\('perplexity'\): targets of shape \(2, 5\)"
-                       r" are sequences.*causal=True.*causal=False"):  # fmt: skip
+    with pytest.raises(
+        MetricError,
+        match=r"Perplexity\('perplexity'\): targets of shape \(2, 5\)"
+        r" are sequences.*causal=True.*causal=False",
+    ):
         Perplexity().add_batch(torch.randn(2, 5, 7), torch.randint(0, 7, (2, 5)))
     # Targets with no sequence dimension have nothing to shift.
     plain = Perplexity()

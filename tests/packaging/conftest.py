@@ -23,8 +23,7 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if hatch is None:
         pytest.fail("the packaging tests build with Hatch: run them through ./hatchw run test")
     out = tmp_path_factory.mktemp("wheelhouse")
-    subprocess.run([hatch, "build", "--all", str(out)], cwd=ROOT, check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run([hatch, "build", "--all", str(out)], cwd=ROOT, check=True, capture_output=True)
     return out
 
 

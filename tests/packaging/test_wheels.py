@@ -106,7 +106,8 @@ def test_torch_wheels_install_with_only_their_dependencies_and_run_their_example
     # The third way: the meta-package, and the classifier example on real data.
     install(python, wheelhouse, wheels["accmt"], "scikit-learn")
     probe(python, "accmt", "accmt", venv)
-    out = run_script(python, EXAMPLES / "train_digits.py", "--epochs", "2",
-                     "--output", str(tmp_path / "digits"))  # fmt: skip
+    out = run_script(
+        python, EXAMPLES / "train_digits.py", "--epochs", "2", "--output", str(tmp_path / "digits")
+    )
     assert "validation accuracy: 0." in out, out
     assert (tmp_path / "digits" / "accuracy" / "model.safetensors").is_file()

@@ -30,9 +30,11 @@ class DigitsMLP(AcceleratorModule):
     def __init__(self, hidden: int = 32, dropout: float = 0.0) -> None:
         self.hidden, self.dropout = hidden, dropout
         self.model = torch.nn.Sequential(
-            torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Dropout(dropout),
+            torch.nn.Linear(64, hidden),
+            torch.nn.ReLU(),
+            torch.nn.Dropout(dropout),
             torch.nn.Linear(hidden, 10),
-        )  # fmt: skip
+        )
 
     def training_step(self, batch: Any) -> torch.Tensor:
         images, labels = batch

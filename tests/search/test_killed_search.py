@@ -28,8 +28,9 @@ def test_a_killed_search_run_again_finishes_every_trial_once(tmp_path: Path) -> 
     # In the third epoch of trial 5 (or of the first later trial that gets there unpruned),
     # after the checkpoint that ended its second epoch.
     kill_step = 2 * STEPS_PER_EPOCH + 3
-    first = run_worker(str(out), "--trials", "12", "--kill-from-trial", "5",
-                       "--kill-step", str(kill_step))  # fmt: skip
+    first = run_worker(
+        str(out), "--trials", "12", "--kill-from-trial", "5", "--kill-step", str(kill_step)
+    )
     assert first.returncode == -signal.SIGKILL, first.stderr[-3000:]
     second = run_worker(str(out), "--trials", "12")
     assert second.returncode == 0, second.stderr[-3000:]

@@ -110,8 +110,18 @@ def postgres() -> Iterator[str]:
         cleanup.callback(shutil.rmtree, home, ignore_errors=True)
         binaries, as_user = server_programs(home)
         data, pg_ctl = home / "data", str(binaries / "pg_ctl")
-        server_command(home, as_user, str(binaries / "initdb"), "-D", str(data), "-U", "postgres",
-                       "-A", "trust", "--no-sync")  # fmt: skip
+        server_command(
+            home,
+            as_user,
+            str(binaries / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "--no-sync",
+        )
 
         def stop() -> None:
             if (data / "postmaster.pid").exists():  # a server runs, even if its start failed
@@ -120,16 +130,37 @@ def postgres() -> Iterator[str]:
         cleanup.callback(stop)  # before the start: pg_ctl may fail after starting the server
         # pg_ctl starts the server through /bin/sh: '' is an empty listen_addresses, no TCP.
         options = f"-c listen_addresses='' -k {home} -c fsync=off"
-        server_command(home, as_user, pg_ctl, "-D", str(data), "-l", str(home / "log"),
-                       "-o", options, "-w", "start")  # fmt: skip
+        server_command(
+            home,
+            as_user,
+            pg_ctl,
+            "-D",
+            str(data),
+            "-l",
+            str(home / "log"),
+            "-o",
+            options,
+            "-w",
+            "start",
+        )
         # libpq reads a host that is a folder as the folder of the server's socket.
         yield f"postgresql://postgres@/postgres?host={home}"
 
 
 def test_two_workers_share_one_study_and_run_each_trial_once(postgres: str, tmp_path: Path) -> None:
     n_trials = 8
-    shared = ["--trials", str(n_trials), "--storage", postgres, "--epochs", "2",
-              "--barrier", str(tmp_path / "barrier"), "--workers", "2"]  # fmt: skip
+    shared = [
+        "--trials",
+        str(n_trials),
+        "--storage",
+        postgres,
+        "--epochs",
+        "2",
+        "--barrier",
+        str(tmp_path / "barrier"),
+        "--workers",
+        "2",
+    ]
     workers = [start_worker(tmp_path / f"worker{index}", index, shared) for index in range(2)]
     for worker in workers:
         stdout, stderr = worker.communicate(timeout=300)

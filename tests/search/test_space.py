@@ -88,19 +88,31 @@ def test_yaml_space_reads_log_step_and_categorical(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "key", "problem"),
     [
-        ("search:\n  optimizer_kwargs.lr: {type: float, low: 1e-2, high: 1e-4}\n",
-         "optimizer_kwargs.lr", "low must be below high"),
+        (
+            "search:\n  optimizer_kwargs.lr: {type: float, low: 1e-2, high: 1e-4}\n",
+            "optimizer_kwargs.lr",
+            "low must be below high",
+        ),
         ("search:\n  optimzer: SGD\n", "optimzer", "did you mean 'optimizer'"),
-        ("search:\n  module.hidden: {type: int, low: 16, hi: 48}\n", "module.hidden",
-         "did you mean 'high'"),
-        ("search:\n  module.hidden: {type: int, low: 16.5, high: 48}\n", "module.hidden",
-         "whole low"),
+        (
+            "search:\n  module.hidden: {type: int, low: 16, hi: 48}\n",
+            "module.hidden",
+            "did you mean 'high'",
+        ),
+        (
+            "search:\n  module.hidden: {type: int, low: 16.5, high: 48}\n",
+            "module.hidden",
+            "whole low",
+        ),
         ("search:\n  x: {type: float, low: 0, high: 1, log: true}\n", "x", "not a parameter"),
-        ("search:\n  optimizer_kwargs: {lr: 0.1}\n  optimizer_kwargs.lr: 0.2\n",
-         "optimizer_kwargs.lr", "give one of them"),
+        (
+            "search:\n  optimizer_kwargs: {lr: 0.1}\n  optimizer_kwargs.lr: 0.2\n",
+            "optimizer_kwargs.lr",
+            "give one of them",
+        ),
         ("hps:\n  epochs: 2\n", "", "'search:'"),
     ],
-)  # fmt: skip
+)
 def test_yaml_errors_name_the_key_and_the_file(
     tmp_path: Path, text: str, key: str, problem: str
 ) -> None:

@@ -7,15 +7,23 @@ Used by the hook-order tests in one process (tests/trainer) and on 1 and 2 launc
 from __future__ import annotations
 
 STEP = [
-    "on_before_training_step", "on_before_backward", "on_after_backward",
-    "on_before_optimizer_step", "on_after_optimizer_step", "on_before_scheduler_step",
-    "on_after_scheduler_step", "on_before_zero_grad", "on_after_zero_grad",
+    "on_before_training_step",
+    "on_before_backward",
+    "on_after_backward",
+    "on_before_optimizer_step",
+    "on_after_optimizer_step",
+    "on_before_scheduler_step",
+    "on_after_scheduler_step",
+    "on_before_zero_grad",
+    "on_after_zero_grad",
     "on_after_training_step",
-]  # fmt: skip
+]
 EVALUATION = [
-    "on_evaluation_start", "on_before_validation_step", "on_after_validation_step",
+    "on_evaluation_start",
+    "on_before_validation_step",
+    "on_after_validation_step",
     "on_evaluation_end",
-]  # fmt: skip
+]
 
 
 def documented(epochs: int, batches: int, evaluate_every: int, checkpoint_every: int) -> list[str]:

@@ -33,9 +33,11 @@ class Classifier(AcceleratorModule):
     def __init__(self, classes: int = 3, dropout: float = 0.0) -> None:
         torch.manual_seed(0)
         self.model = torch.nn.Sequential(
-            torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Dropout(dropout),
+            torch.nn.Linear(2, 16),
+            torch.nn.ReLU(),
+            torch.nn.Dropout(dropout),
             torch.nn.Linear(16, classes),
-        )  # fmt: skip
+        )
         self.loss_fn = torch.nn.CrossEntropyLoss()
 
     def training_step(self, batch: Any) -> torch.Tensor:

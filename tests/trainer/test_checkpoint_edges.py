@@ -86,8 +86,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 3 MB tmpfs: room for a small checkpoint, not for a large one."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.fail(f"the test needs a tmpfs mount (root): {done.stderr}")
     yield mount

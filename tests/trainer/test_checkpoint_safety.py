@@ -19,8 +19,9 @@ from accmt_trainer import HyperParameters, Trainer, TrainerConfigError
 
 from .conftest import Classifier, blobs
 
-HPS = HyperParameters(epochs=1, batch_size=8, optimizer="AdamW", scheduler="StepLR",
-                      scheduler_kwargs={"step_size": 1})  # fmt: skip
+HPS = HyperParameters(
+    epochs=1, batch_size=8, optimizer="AdamW", scheduler="StepLR", scheduler_kwargs={"step_size": 1}
+)
 
 
 class Payload:
@@ -53,8 +54,14 @@ class DieAtStep(Callback):
 
 
 def make(folder: Path, callbacks: list[Callback]) -> Trainer:
-    trainer = Trainer(HPS, folder, checkpoint_every="1 step", callbacks=callbacks,
-                      log_with=None, progress_bar=False)  # fmt: skip
+    trainer = Trainer(
+        HPS,
+        folder,
+        checkpoint_every="1 step",
+        callbacks=callbacks,
+        log_with=None,
+        progress_bar=False,
+    )
     trainer.register_for_checkpointing(Counter())
     return trainer
 
@@ -81,12 +88,20 @@ def forge_manifest(checkpoint: Path) -> None:
 
 
 FILES = [
-    "accelerate/model.safetensors", "accelerate/optimizer.bin", "accelerate/scheduler.bin",
-    "accelerate/random_states_0.pkl", "process_0.safetensors", "object_0.safetensors",
-    "callbacks.json", "state.json", "accelerate/custom_checkpoint_0.pkl",
+    "accelerate/model.safetensors",
+    "accelerate/optimizer.bin",
+    "accelerate/scheduler.bin",
+    "accelerate/random_states_0.pkl",
+    "process_0.safetensors",
+    "object_0.safetensors",
+    "callbacks.json",
+    "state.json",
+    "accelerate/custom_checkpoint_0.pkl",
     # What a checkpoint of mixed precision (fp16's scaler) or of a second process holds:
-    "accelerate/scaler.pt", "accelerate/random_states_1.pkl", "process_1.safetensors",
-]  # fmt: skip
+    "accelerate/scaler.pt",
+    "accelerate/random_states_1.pkl",
+    "process_1.safetensors",
+]
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -135,8 +150,14 @@ def test_registered_objects_come_back_on_resume(tmp_path: Path) -> None:
         def on_resume(self) -> None:
             seen.append((counter.total.tolist(), counter.calls))
 
-    trainer = Trainer(HPS, folder, checkpoint_every="1 step", callbacks=[Look()],
-                      log_with=None, progress_bar=False)  # fmt: skip
+    trainer = Trainer(
+        HPS,
+        folder,
+        checkpoint_every="1 step",
+        callbacks=[Look()],
+        log_with=None,
+        progress_bar=False,
+    )
     trainer.register_for_checkpointing(counter)
     counter.total, counter.calls = torch.ones(2), 7  # to be overwritten by the checkpoint's
     trainer.fit(Classifier(), blobs(32))

@@ -205,8 +205,11 @@ def test_max_checkpoints_keeps_only_the_newest(tmp_path: Path) -> None:
     fit(make(tmp_path, hps=hps(epochs=2), checkpoint_every="1 step", max_checkpoints=3))
     root = tmp_path / "checkpoints"
     assert sorted(path.name for path in root.iterdir()) == [
-        "checkpoint_000007", "checkpoint_000008", "checkpoint_000009", "latest.json",
-    ]  # fmt: skip
+        "checkpoint_000007",
+        "checkpoint_000008",
+        "checkpoint_000009",
+        "latest.json",
+    ]
     assert json.loads((root / "latest.json").read_text()) == {"latest": "checkpoint_000009"}
     assert [saved(folder).global_step for folder in folders(tmp_path)] == [7, 8, 8]
     assert saved(folders(tmp_path)[-1]).finished
@@ -346,30 +349,38 @@ def test_resume_an_index_that_does_not_exist_names_those_that_do(tmp_path: Path)
 
 def test_resume_false_sets_old_checkpoints_aside_and_starts_afresh(tmp_path: Path) -> None:
     crash(tmp_path, CRASH)
-    old = {path.relative_to(tmp_path / "checkpoints"): path.read_bytes()
-           for path in (tmp_path / "checkpoints").rglob("*") if path.is_file()}  # fmt: skip
+    old = {
+        path.relative_to(tmp_path / "checkpoints"): path.read_bytes()
+        for path in (tmp_path / "checkpoints").rglob("*")
+        if path.is_file()
+    }
     probe = OnResume()
     with pytest.warns(UserWarning, match="resume=False: earlier checkpoints moved to"):
         state = fit(make(tmp_path, resume=False, callbacks=[probe]))
     assert probe.seen == []
     assert state.global_step == 12
     aside = tmp_path / "checkpoints.old-1"
-    assert {path.relative_to(aside): path.read_bytes()
-            for path in aside.rglob("*") if path.is_file()} == old  # fmt: skip
+    assert {
+        path.relative_to(aside): path.read_bytes() for path in aside.rglob("*") if path.is_file()
+    } == old
     assert [(saved(f).epoch, saved(f).finished) for f in folders(tmp_path)] == [
-        (1, False), (2, False), (3, True),
-    ]  # fmt: skip
+        (1, False),
+        (2, False),
+        (3, True),
+    ]
 
 
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
         ({"hps": hps(batch_size=8)}, r"train_batch_size=16, but this run has train_batch_size=8"),
-        ({"grad_accumulation_steps": 2},
-         r"grad_accumulation_steps=1, but this run has grad_accumulation_steps=2"),
+        (
+            {"grad_accumulation_steps": 2},
+            r"grad_accumulation_steps=1, but this run has grad_accumulation_steps=2",
+        ),
         ({"train": blobs(80)}, r"batches_per_epoch=4, but this run has batches_per_epoch=5"),
     ],
-)  # fmt: skip
+)
 def test_resume_with_other_settings_is_refused(
     tmp_path: Path, changes: dict[str, Any], message: str
 ) -> None:

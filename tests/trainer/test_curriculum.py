@@ -110,29 +110,47 @@ Steps, Ratio, Range = StepsCurriculum, RatioCurriculum, RangeCurriculum
         (Steps, lambda c: c.add(tagged(4, 0), 0), r"stage 0: steps must be at least 1.*got 0"),
         (Steps, lambda c: c.add(tagged(4, 0), -2), r"stage 0: steps must be.*got -2"),
         (Steps, lambda c: c.add(tagged(4, 0), 2.5), r"stage 0: steps must be.*got 2.5"),
-        (Steps, lambda c: [c.add(tagged(4, 0), -1), c.add(tagged(4, 1), 5)],
-         r"StepsCurriculum stage 1: the stage before it is -1"),
+        (
+            Steps,
+            lambda c: [c.add(tagged(4, 0), -1), c.add(tagged(4, 1), 5)],
+            r"StepsCurriculum stage 1: the stage before it is -1",
+        ),
         (Steps, lambda c: c.add(tagged(0, 0), 5), r"StepsCurriculum stage 0: the dataset is empty"),
         (Steps, lambda c: c.add([], 5), r"stage 0: the dataset is empty"),
         (Steps, lambda c: c.add(5, 5), r"stage 0: expected a map-style dataset.*got int"),
-        (Steps, lambda c: c.add(tagged(4, 0), 5, ["shuffle"]),
-         r"stage 0: dataloader_kwargs must be a dict"),
+        (
+            Steps,
+            lambda c: c.add(tagged(4, 0), 5, ["shuffle"]),
+            r"stage 0: dataloader_kwargs must be a dict",
+        ),
         (Ratio, lambda c: c.add(tagged(4, 0), 0), r"stage 0: ratio must be in \(0, 1\].*got 0"),
         (Ratio, lambda c: c.add(tagged(4, 0), 1.5), r"stage 0: ratio must be.*got 1.5"),
-        (Ratio, lambda c: [c.add(tagged(4, 0), 0.7), c.add(tagged(4, 1), 0.4)],
-         r"stage 1: ratio 0.4 brings the ratios to 1.1; they may add up to 1"),
-        (Ratio, lambda c: [c.add(tagged(4, 0), 1.0), c.add(tagged(4, 1), -1)],
-         r"stage 1: -1 takes the share left, but the ratios before it already add up to 1"),
-        (Ratio, lambda c: [c.add(tagged(4, 0), -1), c.add(tagged(4, 1), 0.5)],
-         r"RatioCurriculum stage 1: the stage before it is -1"),
+        (
+            Ratio,
+            lambda c: [c.add(tagged(4, 0), 0.7), c.add(tagged(4, 1), 0.4)],
+            r"stage 1: ratio 0.4 brings the ratios to 1.1; they may add up to 1",
+        ),
+        (
+            Ratio,
+            lambda c: [c.add(tagged(4, 0), 1.0), c.add(tagged(4, 1), -1)],
+            r"stage 1: -1 takes the share left, but the ratios before it already add up to 1",
+        ),
+        (
+            Ratio,
+            lambda c: [c.add(tagged(4, 0), -1), c.add(tagged(4, 1), 0.5)],
+            r"RatioCurriculum stage 1: the stage before it is -1",
+        ),
         (Range, lambda c: c.add(tagged(4, 0), range(1, 10)), r"stage 0: expected range\(0, "),
         (Range, lambda c: c.add(tagged(4, 0), range(0, 10, 2)), r"stage 0: .*a step of 1"),
         (Range, lambda c: c.add(tagged(4, 0), range(0)), r"stage 0: expected range\(0, "),
-        (Range, lambda c: [c.add(tagged(4, 0), range(10)), c.add(tagged(4, 1), range(12, 20))],
-         r"stage 1: expected range\(10, .*got range\(12, 20\)"),
+        (
+            Range,
+            lambda c: [c.add(tagged(4, 0), range(10)), c.add(tagged(4, 1), range(12, 20))],
+            r"stage 1: expected range\(10, .*got range\(12, 20\)",
+        ),
         (Range, lambda c: c.add(tagged(4, 0), (0, 10)), r"stage 0: expected a range of steps"),
     ],
-)  # fmt: skip
+)
 def test_bad_stages_are_refused_when_added_naming_them(
     kind: type[Any], build: Any, message: str
 ) -> None:
@@ -160,7 +178,7 @@ def curriculum(kind: type[Any], *sizes: Any) -> Any:
         (curriculum(Range, range(10)), 12, r"end at step 10, but max_steps is 12"),
         (curriculum(Range), 10, r"RangeCurriculum has no stages"),
     ],
-)  # fmt: skip
+)
 def test_stages_that_do_not_fit_max_steps_are_refused(
     built: Any, max_steps: int | None, message: str
 ) -> None:

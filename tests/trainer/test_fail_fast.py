@@ -56,10 +56,12 @@ def test_a_saving_rule_that_nothing_reports_names_the_closest(tmp_path: Path) ->
     trainer, steps = make(tmp_path / "run")
     trainer.register_model_saving("acuracy")
     fails_before_training(
-        trainer, steps, TrainerConfigError,
+        trainer,
+        steps,
+        TrainerConfigError,
         r"register_model_saving\('acuracy'\) watches 'acuracy'.*\['accuracy', 'loss'\].*did you "
         r"mean 'accuracy'",
-    )  # fmt: skip
+    )
 
 
 def test_a_saving_rule_on_an_unknown_set_is_named(tmp_path: Path) -> None:
@@ -102,8 +104,15 @@ def test_a_logging_dir_that_cannot_be_written_is_named(tmp_path: Path) -> None:
     (tmp_path / "a_file").write_text("not a folder")
     logs = tmp_path / "a_file" / "logs"
     steps = Steps()
-    trainer = Trainer(HPS, tmp_path / "run", log_with="tensorboard", logging_dir=logs,
-                      progress_bar=False, metrics=[Accuracy()], callbacks=[steps])  # fmt: skip
+    trainer = Trainer(
+        HPS,
+        tmp_path / "run",
+        log_with="tensorboard",
+        logging_dir=logs,
+        progress_bar=False,
+        metrics=[Accuracy()],
+        callbacks=[steps],
+    )
     match = r"Trainer\(logging_dir=.*a_file/logs.*cannot be written"
     fails_before_training(trainer, steps, TrainerConfigError, match)
 
@@ -112,10 +121,12 @@ def test_training_data_that_gives_no_batch_is_named(tmp_path: Path) -> None:
     # Not empty, but 4 samples in batches of 8 with the last batch dropped is no batch at all.
     trainer, steps = make(tmp_path / "run", dataloader_drop_last=True)
     fails_before_training(
-        trainer, steps, TrainerConfigError,
+        trainer,
+        steps,
+        TrainerConfigError,
         r"train_dataset=\.\.\.\): the training data gives no batch.*dataloader_drop_last=False",
         train=blobs(4),
-    )  # fmt: skip
+    )
 
 
 class Returns(Classifier):
@@ -155,10 +166,12 @@ class BadValidation(Classifier):
 def test_a_bad_validation_step_output_is_named_by_the_sanity_check(tmp_path: Path) -> None:
     trainer, steps = make(tmp_path / "run", metrics=[])
     fails_before_training(
-        trainer, steps, StepOutputError,
+        trainer,
+        steps,
+        StepOutputError,
         r"validation_step\('validation', batch\) returned a loss of Tensor shape \(4,\)",
         module=BadValidation(),
-    )  # fmt: skip
+    )
     assert steps.steps == 0
 
 

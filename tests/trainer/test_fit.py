@@ -83,9 +83,11 @@ def test_optimizer_steps_are_ceil_of_batches_over_accumulation(
 ) -> None:
     recorder = Recorder()
     run = trainer(
-        tmp_path, hps=hps(epochs=2, batch_size=8), grad_accumulation_steps=accumulation,
+        tmp_path,
+        hps=hps(epochs=2, batch_size=8),
+        grad_accumulation_steps=accumulation,
         callbacks=[recorder],
-    )  # fmt: skip
+    )
     state = run.fit(Classifier(), blobs(8 * batches))
     per_epoch = math.ceil(batches / accumulation)
     assert recorder.events.count("on_after_optimizer_step") == 2 * per_epoch
@@ -116,14 +118,21 @@ def test_hooks_fire_in_documented_order(tmp_path: Path) -> None:
     run = trainer(tmp_path, hps=hps(epochs=1, batch_size=16), callbacks=[recorder])
     run.fit(Classifier(), blobs(32), blobs(16, seed=1))
     step = [
-        "on_before_training_step", "on_before_backward", "on_after_backward",
-        "on_before_optimizer_step", "on_after_optimizer_step",
-        "on_before_zero_grad", "on_after_zero_grad", "on_after_training_step",
-    ]  # fmt: skip
+        "on_before_training_step",
+        "on_before_backward",
+        "on_after_backward",
+        "on_before_optimizer_step",
+        "on_after_optimizer_step",
+        "on_before_zero_grad",
+        "on_after_zero_grad",
+        "on_after_training_step",
+    ]
     evaluation = [
-        "on_evaluation_start", "on_before_validation_step", "on_after_validation_step",
+        "on_evaluation_start",
+        "on_before_validation_step",
+        "on_after_validation_step",
         "on_evaluation_end",
-    ]  # fmt: skip
+    ]
     expected = ["on_fit_start", "on_epoch_start", *step, *step, *evaluation, "on_epoch_end"]
     # The run's final checkpoint records that it finished.
     assert recorder.events == [*expected, "on_save_checkpoint", "on_fit_end"]
@@ -138,9 +147,11 @@ def test_scheduler_hooks_and_length(tmp_path: Path) -> None:
             lrs.append(scheduler.get_last_lr()[0])
 
     config = hps(
-        epochs=3, batch_size=8, scheduler="LinearWithWarmup",
+        epochs=3,
+        batch_size=8,
+        scheduler="LinearWithWarmup",
         scheduler_kwargs={"num_warmup_steps": 2},
-    )  # fmt: skip
+    )
     run = trainer(tmp_path, hps=config, grad_accumulation_steps=2, callbacks=[recorder])
     run.callbacks.add(LearningRates())
     run.fit(Classifier(), blobs(8 * 7))
@@ -153,8 +164,10 @@ def test_scheduler_hooks_and_length(tmp_path: Path) -> None:
 
 def test_several_validation_sets_with_their_own_metrics(tmp_path: Path) -> None:
     run = trainer(
-        tmp_path, hps=hps(epochs=3), metrics={"easy": [Accuracy()], "hard": [Accuracy()]},
-    )  # fmt: skip
+        tmp_path,
+        hps=hps(epochs=3),
+        metrics={"easy": [Accuracy()], "hard": [Accuracy()]},
+    )
     hard = blobs(96, seed=2)
     hard.tensors[1].copy_(torch.roll(hard.tensors[1], 1))  # mislabelled: accuracy stays low
     state = run.fit(Classifier(), blobs(384), {"easy": blobs(96, seed=1), "hard": hard})
@@ -238,9 +251,11 @@ class GanLike(ExtendedAcceleratorModule):
 def test_extended_module_with_accumulation(tmp_path: Path) -> None:
     recorder = Recorder()
     run = trainer(
-        tmp_path, hps=hps(epochs=2, batch_size=8), grad_accumulation_steps=3,
+        tmp_path,
+        hps=hps(epochs=2, batch_size=8),
+        grad_accumulation_steps=3,
         callbacks=[recorder],
-    )  # fmt: skip
+    )
     state = run.fit(GanLike(), blobs(8 * 7))
     assert recorder.events.count("on_after_optimizer_step") == 2 * math.ceil(7 / 3)
     assert state.global_step == 2 * math.ceil(7 / 3)
@@ -321,15 +336,30 @@ def test_monitor_logs_what_it_is_asked(tmp_path: Path) -> None:
     from accmt_trainer import Monitor
 
     logged: list[dict[str, float]] = []
-    run = trainer(tmp_path, hps=hps(epochs=1), log_every=2,
-                  monitor=Monitor(learning_rate=True, grad_norm=True, throughput=True,
-                                  memory=True, additional_metrics=False))  # fmt: skip
+    run = trainer(
+        tmp_path,
+        hps=hps(epochs=1),
+        log_every=2,
+        monitor=Monitor(
+            learning_rate=True,
+            grad_norm=True,
+            throughput=True,
+            memory=True,
+            additional_metrics=False,
+        ),
+    )
     run.log = lambda values, step=None: logged.append(dict(values))  # type: ignore[method-assign]
     run.fit(Classifier(), blobs(64), blobs(32, seed=1))
     training = [values for values in logged if "train/loss" in values]
     assert len(training) == 2  # 4 optimizer steps, a log every 2
-    expected = {"train/loss", "train/epoch", "train/lr", "train/grad_norm",
-                "train/samples_per_second", "train/memory_gib"}  # fmt: skip
+    expected = {
+        "train/loss",
+        "train/epoch",
+        "train/lr",
+        "train/grad_norm",
+        "train/samples_per_second",
+        "train/memory_gib",
+    }
     assert set(training[0]) == expected
     assert all(values["train/samples_per_second"] > 0 for values in training)
     evaluation = [values for values in logged if "validation/loss" in values]

@@ -47,8 +47,16 @@ def second_run(folder: Path, **options: object) -> Trainer:
     from accmt_trainer import HyperParameters
 
     hps = HyperParameters(epochs=2, batch_size=8, optimizer="SGD", optimizer_kwargs={"lr": 0.1})
-    return Trainer(hps, folder, checkpoint_every="1 step", seed=0, log_with=None,
-                   progress_bar=False, cpu=True, **options)  # type: ignore[arg-type]  # fmt: skip
+    return Trainer(
+        hps,
+        folder,
+        checkpoint_every="1 step",
+        seed=0,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+        **options,
+    )  # type: ignore[arg-type]
 
 
 def final_weights(trainer: Trainer) -> dict[str, torch.Tensor]:

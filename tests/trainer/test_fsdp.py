@@ -16,8 +16,9 @@ HPS = HyperParameters(epochs=1, batch_size=8)
 
 
 def fit(folder: Path) -> None:
-    trainer = Trainer(HPS, folder, checkpoint_every=None, log_with=None, progress_bar=False,
-                      cpu=True)  # fmt: skip
+    trainer = Trainer(
+        HPS, folder, checkpoint_every=None, log_with=None, progress_bar=False, cpu=True
+    )
     trainer.fit(Classifier(), blobs(16))
 
 
@@ -28,8 +29,11 @@ def test_fsdp_asked_for_on_the_cpu_warns_that_accelerate_did_not_shard(
     monkeypatch.setenv("FSDP_VERSION", "2")
     # Accelerate's plugin writes this one into the environment: undone after the test.
     monkeypatch.setenv("FSDP_CPU_RAM_EFFICIENT_LOADING", "False")
-    with pytest.warns(UserWarning, match=r"FSDP was asked for \(ACCELERATE_USE_FSDP\), but "
-                      r"Accelerate ran a single process on the CPU \(NO\)"):  # fmt: skip
+    with pytest.warns(
+        UserWarning,
+        match=r"FSDP was asked for \(ACCELERATE_USE_FSDP\), but "
+        r"Accelerate ran a single process on the CPU \(NO\)",
+    ):
         fit(tmp_path / "run")
 
 

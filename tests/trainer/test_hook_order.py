@@ -16,9 +16,13 @@ from ._hook_spec import documented
 from .conftest import Classifier, blobs
 
 HPS = {
-    "epochs": 2, "batch_size": 16, "optimizer": "SGD", "optimizer_kwargs": {"lr": 0.1},
-    "scheduler": "StepLR", "scheduler_kwargs": {"step_size": 1},
-}  # fmt: skip
+    "epochs": 2,
+    "batch_size": 16,
+    "optimizer": "SGD",
+    "optimizer_kwargs": {"lr": 0.1},
+    "scheduler": "StepLR",
+    "scheduler_kwargs": {"step_size": 1},
+}
 SHAPE = {"epochs": 2, "batches": 4, "evaluate_every": 3, "checkpoint_every": 2}
 
 
@@ -46,10 +50,15 @@ for _hook in HOOKS:
 
 def fit(folder: Path, record: Record) -> None:
     trainer = Trainer(
-        HyperParameters.from_dict(HPS), folder, evaluate_every_n_steps=3,
-        checkpoint_every="2 steps", callbacks=[record], log_with=None, progress_bar=False,
+        HyperParameters.from_dict(HPS),
+        folder,
+        evaluate_every_n_steps=3,
+        checkpoint_every="2 steps",
+        callbacks=[record],
+        log_with=None,
+        progress_bar=False,
         metrics=[Accuracy()],
-    )  # fmt: skip
+    )
     trainer.fit(Classifier(), blobs(64), blobs(16, seed=1))
 
 

@@ -374,9 +374,12 @@ def test_to_yaml_writes_the_1x_layout_and_round_trips(
 
 def test_to_dict_writes_registered_names() -> None:
     hps = HyperParameters(
-        optimizer=MyOptimizer, scheduler=MyScheduler, batch_size=(2, 3),
-        optimizer_kwargs={"lr": 0.5}, scheduler_kwargs={"floor": 0.1},
-    )  # fmt: skip
+        optimizer=MyOptimizer,
+        scheduler=MyScheduler,
+        batch_size=(2, 3),
+        optimizer_kwargs={"lr": 0.5},
+        scheduler_kwargs={"floor": 0.1},
+    )
     assert hps.to_dict() == {
         "epochs": 1,
         "max_steps": None,
@@ -397,9 +400,11 @@ def test_an_unregistered_class_trains_but_from_dict_refuses_its_written_name(
         pass
 
     hps = HyperParameters(
-        optimizer=Local, optimizer_kwargs={"lr": 0.5},
-        scheduler=UnregisteredScheduler, scheduler_kwargs={"gamma": 0.5},
-    )  # fmt: skip
+        optimizer=Local,
+        optimizer_kwargs={"lr": 0.5},
+        scheduler=UnregisteredScheduler,
+        scheduler_kwargs={"gamma": 0.5},
+    )
     assert (hps.optimizer, hps.scheduler) == (Local, UnregisteredScheduler)
     weight = torch.nn.Parameter(torch.zeros(3))
     optimizer = hps.build_optimizer([weight])

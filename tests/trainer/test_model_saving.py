@@ -221,9 +221,10 @@ class Ends(Callback):
 def test_exhausted_patience_ends_the_run_cleanly(tmp_path: Path) -> None:
     ends = Ends()
     state = fit(
-        make(tmp_path, hps=FROZEN, patience=2, callbacks=[ends]), train=blobs(32),
+        make(tmp_path, hps=FROZEN, patience=2, callbacks=[ends]),
+        train=blobs(32),
         val=blobs(16, seed=1),
-    )  # fmt: skip
+    )
     # Evaluations 2 and 3 do not improve: the run ends after the third epoch.
     assert (state.epoch, state.global_step, state.evaluations_done) == (3, 6, 3)
     assert state.patience_left == {"best_valid_loss": 0}
@@ -238,9 +239,10 @@ def test_exhausted_patience_ends_the_run_cleanly(tmp_path: Path) -> None:
     # evaluation that does not improve.
     later = Ends()
     again = fit(
-        make(tmp_path, hps=FROZEN, patience=2, callbacks=[later]), train=blobs(32),
+        make(tmp_path, hps=FROZEN, patience=2, callbacks=[later]),
+        train=blobs(32),
         val=blobs(16, seed=1),
-    )  # fmt: skip
+    )
     assert later.hooks == ["on_fit_start", "on_fit_end"]
     assert (again.global_step, again.evaluations_done, again.finished) == (8, 4, False)
 

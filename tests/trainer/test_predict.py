@@ -50,8 +50,7 @@ def batch_by_batch(model: torch.nn.Module, features: torch.Tensor) -> torch.Tens
     training = model.training
     model.eval()  # as predict runs it
     with torch.no_grad():
-        outputs = [model(features[i : i + BATCH_SIZE])
-                   for i in range(0, len(features), BATCH_SIZE)]  # fmt: skip
+        outputs = [model(features[i : i + BATCH_SIZE]) for i in range(0, len(features), BATCH_SIZE)]
     model.train(training)
     return torch.cat(outputs)
 

@@ -209,9 +209,11 @@ def test_registered_names_round_trip_through_yaml(
     tmp_path: Path, scheduler: Callable[..., Any], kwargs: dict[str, Any]
 ) -> None:
     hps = HyperParameters(
-        optimizer=RegistryOptimizer, optimizer_kwargs={"lr": 0.5},
-        scheduler=scheduler, scheduler_kwargs=kwargs,
-    )  # fmt: skip
+        optimizer=RegistryOptimizer,
+        optimizer_kwargs={"lr": 0.5},
+        scheduler=scheduler,
+        scheduler_kwargs=kwargs,
+    )
     path = tmp_path / "hps.yaml"
     hps.to_yaml(path)
     written = yaml.safe_load(path.read_text())["hps"]

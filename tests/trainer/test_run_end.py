@@ -40,8 +40,9 @@ def test_a_run_ended_by_max_steps_continues_with_a_larger_budget(tmp_path: Path,
     again = make(tmp_path, hps=capped).fit(Classifier(), blobs(32), blobs(16, seed=1))
     assert again.global_step == 5  # finished: nothing more to do
     larger = {"max_steps": 7} if grow == "max_steps" else {"epochs": 3, "max_steps": None}
-    more = HyperParameters(**{"epochs": 2, "max_steps": 5, "batch_size": 8,
-                              "optimizer_kwargs": {"lr": 0.1}, **larger})  # fmt: skip
+    more = HyperParameters(
+        **{"epochs": 2, "max_steps": 5, "batch_size": 8, "optimizer_kwargs": {"lr": 0.1}, **larger}
+    )
     state = make(tmp_path, hps=more).fit(Classifier(), blobs(32), blobs(16, seed=1))
     assert (state.global_step, state.finished) == ((7, True) if grow == "max_steps" else (12, True))
 

@@ -30,10 +30,13 @@ def train(folder: Path, seed: int | None) -> dict[str, torch.Tensor]:
         seed_everything(seed)
     module = Unseeded()
     trainer = Trainer(
-        HyperParameters(epochs=2, batch_size=8, optimizer_kwargs={"lr": 0.1}), folder,
-        seed=seed if seed is not None else 0, log_with=None, progress_bar=False,
+        HyperParameters(epochs=2, batch_size=8, optimizer_kwargs={"lr": 0.1}),
+        folder,
+        seed=seed if seed is not None else 0,
+        log_with=None,
+        progress_bar=False,
         checkpoint_every=None,
-    )  # fmt: skip
+    )
     trainer.fit(module, blobs(32))
     return {
         k: v.clone()

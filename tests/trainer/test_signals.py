@@ -102,16 +102,19 @@ def test_a_signal_mid_step_finishes_the_step_checkpoints_and_resumes_exactly(
     # Step 6 is the second of epoch 1; the signal comes on its first of two batches.
     state = fit(
         make(run, callbacks=[SignalInStep(signum, 6), events], **SETUP),
-        Classifier(dropout=0.2), val=blobs(16, seed=1),
-    )  # fmt: skip
+        Classifier(dropout=0.2),
+        val=blobs(16, seed=1),
+    )
     assert signal.getsignal(signum) is before
     assert not state.finished
     assert (state.epoch, state.global_step, state.batches_seen_in_epoch) == (1, 6, 4)
     # Both batches of step 6 ran, then the checkpoint and on_fit_end, and nothing else.
     assert events.events[-4:] == [
-        ("on_before_training_step", 1, 5), ("on_before_training_step", 1, 5),
-        ("on_save_checkpoint", 1, 6), ("on_fit_end", 1, 6),
-    ]  # fmt: skip
+        ("on_before_training_step", 1, 5),
+        ("on_before_training_step", 1, 5),
+        ("on_save_checkpoint", 1, 6),
+        ("on_fit_end", 1, 6),
+    ]
     newest = saved(folders(run)[-1])
     assert (newest.global_step, newest.batches_seen_in_epoch, newest.finished) == (6, 4, False)
 
@@ -134,10 +137,12 @@ def test_a_signal_between_steps_checkpoints_at_the_epoch_boundary(
     run = tmp_path / "run"
     # No checkpoint falls due at an epoch's end: the one after the signal is the Trainer's.
     state = fit(
-        make(run, callbacks=[SignalInEvaluation(epoch), events], checkpoint_every="5 steps",
-             **SETUP),
-        Classifier(dropout=0.2), val=blobs(16, seed=1),
-    )  # fmt: skip
+        make(
+            run, callbacks=[SignalInEvaluation(epoch), events], checkpoint_every="5 steps", **SETUP
+        ),
+        Classifier(dropout=0.2),
+        val=blobs(16, seed=1),
+    )
     at = (epoch + 1, 4 * (epoch + 1))
     assert (state.epoch, state.global_step) == at
     if at[1] == STEPS:
@@ -153,8 +158,11 @@ def test_a_signal_between_steps_checkpoints_at_the_epoch_boundary(
     assert not state.finished
     # The evaluation the signal came in finished, its epoch ended, and no other step ran.
     assert events.hooks()[-4:] == [
-        "on_evaluation_start", "on_epoch_end", "on_save_checkpoint", "on_fit_end",
-    ]  # fmt: skip
+        "on_evaluation_start",
+        "on_epoch_end",
+        "on_save_checkpoint",
+        "on_fit_end",
+    ]
     assert events.hooks().count("on_epoch_start") == epoch + 1
     newest = saved(folders(run)[-1])
     assert (newest.epoch, newest.global_step, newest.finished) == (*at, False)

@@ -43,9 +43,13 @@ class SizedStream(Stream):
 
 def trainer(tmp_path: Path, max_steps: int | None = 10, **options: Any) -> Trainer:
     hps = HyperParameters(
-        epochs=5, batch_size=4, max_steps=max_steps, scheduler="LinearWithWarmup",
-        scheduler_kwargs={"warmup_ratio": 0.0}, optimizer_kwargs={"lr": 0.1},
-    )  # fmt: skip
+        epochs=5,
+        batch_size=4,
+        max_steps=max_steps,
+        scheduler="LinearWithWarmup",
+        scheduler_kwargs={"warmup_ratio": 0.0},
+        optimizer_kwargs={"lr": 0.1},
+    )
     quiet = {"log_with": None, "progress_bar": False, "checkpoint_every": None}
     return Trainer(hps, tmp_path / "run", **{**quiet, **options})
 

@@ -50,8 +50,14 @@ def test_fit_says_nothing_about_tied_weights_and_the_best_model_loads_tied(
 ) -> None:
     caplog.set_level(logging.WARNING)
     hps = HyperParameters(epochs=2, batch_size=16, optimizer="SGD", optimizer_kwargs={"lr": 0.5})
-    trainer = Trainer(hps, tmp_path / "run", log_with=None, progress_bar=False,
-                      checkpoint_every="epoch", checkpoint_async=checkpoint_async)  # fmt: skip
+    trainer = Trainer(
+        hps,
+        tmp_path / "run",
+        log_with=None,
+        progress_bar=False,
+        checkpoint_every="epoch",
+        checkpoint_async=checkpoint_async,
+    )
     module = NextToken()
     trainer.fit(module, next_tokens(64, seed=1), next_tokens(32, seed=2))
     # Two checkpoints and at least one best model were written, with nothing said about ties.

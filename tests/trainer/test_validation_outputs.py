@@ -32,8 +32,9 @@ def by_hand(module: Classifier, data: Any) -> float:
         # In validation's batches, so the logits (and their argmax) are validation's to the bit:
         # one forward over the whole set picks other MKL/oneDNN kernels, whose last bits could
         # turn a near tie the other way.
-        predictions = torch.cat([module.model(features[i : i + size]).argmax(-1)
-                                 for i in range(0, len(labels), size)])  # fmt: skip
+        predictions = torch.cat(
+            [module.model(features[i : i + size]).argmax(-1) for i in range(0, len(labels), size)]
+        )
     return float((predictions == labels).float().mean())
 
 
@@ -118,8 +119,9 @@ def test_a_metric_s_value_is_its_one_argument_or_the_tuple_of_its_arguments(
     results = state.additional_metrics["validation"]
     expected = by_hand(module, val)
     del results["loss"]
-    assert results == pytest.approx({"correct": expected, "weighted": expected,
-                                     "accuracy": expected})  # fmt: skip
+    assert results == pytest.approx(
+        {"correct": expected, "weighted": expected, "accuracy": expected}
+    )
 
 
 class OneTensor(Classifier):
@@ -129,8 +131,11 @@ class OneTensor(Classifier):
 
 
 def test_too_few_arguments_for_a_metric_are_named_before_training(tmp_path: Path) -> None:
-    with pytest.raises(StepOutputError, match=r"returned 'accuracy': 1 argument\(s\) \(Tensor\), "
-                       r"but Accuracy.add_batch takes \(predictions"):  # fmt: skip
+    with pytest.raises(
+        StepOutputError,
+        match=r"returned 'accuracy': 1 argument\(s\) \(Tensor\), "
+        r"but Accuracy.add_batch takes \(predictions",
+    ):
         trainer(tmp_path, metrics=[Accuracy()]).fit(OneTensor(), blobs(16), blobs(8, seed=1))
 
 
@@ -146,7 +151,9 @@ class OneArgument(Classifier):
 
 def test_validation_step_must_take_the_key_and_the_batch(tmp_path: Path) -> None:
     run = trainer(tmp_path)
-    with pytest.raises(TrainerConfigError, match=r"OneArgument.validation_step must take "
-                       r"\(key, batch\)"):  # fmt: skip
+    with pytest.raises(
+        TrainerConfigError,
+        match=r"OneArgument.validation_step must take \(key, batch\)",
+    ):
         run.fit(OneArgument(), blobs(16), blobs(8, seed=1))
     assert run.state.global_step == 0

@@ -25,9 +25,13 @@ HPS = HyperParameters(epochs=1, batch_size=8, optimizer="SGD", optimizer_kwargs=
 
 def trainer(tmp_path: Path) -> Trainer:
     return Trainer(
-        HPS, tmp_path / "run", log_with=None, progress_bar=False, checkpoint_every=None,
+        HPS,
+        tmp_path / "run",
+        log_with=None,
+        progress_bar=False,
+        checkpoint_every=None,
         disable_model_saving=True,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.transformers
@@ -112,8 +116,11 @@ def test_num_items_without_a_loss_is_named(tmp_path: Path) -> None:
 
 def test_a_set_whose_batches_mix_summed_and_mean_losses_is_named(tmp_path: Path) -> None:
     module = Summed(lambda batch, labels: len(labels) if batch == 0 else None)
-    with pytest.raises(StepOutputError, match=r"returned no num_items at batch 2, where the "
-                       r"set's first batches returned summed losses with num_items"):  # fmt: skip
+    with pytest.raises(
+        StepOutputError,
+        match=r"returned no num_items at batch 2, where the "
+        r"set's first batches returned summed losses with num_items",
+    ):
         trainer(tmp_path).evaluate(module, blobs(21, seed=1))
 
 

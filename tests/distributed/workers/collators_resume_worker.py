@@ -74,11 +74,16 @@ class MaskedLM(AcceleratorModule):
         lines = []
         for row, index in enumerate(batch["index"].tolist()):
             real = batch["attention_mask"][row].bool()
-            lines.append(json.dumps({
-                "epoch": self.state.epoch, "index": index,
-                "input_ids": batch["input_ids"][row][real].tolist(),
-                "labels": batch["labels"][row][real].tolist(),
-            }))  # fmt: skip
+            lines.append(
+                json.dumps(
+                    {
+                        "epoch": self.state.epoch,
+                        "index": index,
+                        "input_ids": batch["input_ids"][row][real].tolist(),
+                        "labels": batch["labels"][row][real].tolist(),
+                    }
+                )
+            )
         with self.log.open("a") as file:
             file.write("\n".join(lines) + "\n")
 
@@ -94,11 +99,17 @@ def main() -> None:
         {"epochs": 2, "batch_size": 8, "optimizer": "AdamW", "optimizer_kwargs": {"lr": 0.01}}
     )
     trainer = Trainer(
-        hps, args.out / "run", checkpoint_every="5 steps", seed=11, log_with=None,
-        progress_bar=False, cpu=True, dataloader_num_workers=args.workers,
+        hps,
+        args.out / "run",
+        checkpoint_every="5 steps",
+        seed=11,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+        dataloader_num_workers=args.workers,
         collate_fn=DataCollatorForLanguageModeling(TinyTokenizer(), mlm_probability=0.3),
         callbacks=[KillAtStep(args.kill_at_step, Events(args.out, 0))] if args.kill_at_step else [],
-    )  # fmt: skip
+    )
     rank = int(os.environ.get("RANK", "0"))
     trainer.fit(MaskedLM(args.out / f"masks_rank{rank}.jsonl"), sentences(96), None)
     model = trainer.accelerator.unwrap_model(trainer.model)

@@ -18,31 +18,12 @@ import argparse
 import os
 import signal
 from pathlib import Path
-from typing import Any
 
 import torch
-from torch.utils.data import TensorDataset
+from _toy import Classifier, clusters
 
 from accmt_callbacks import Callback
-from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
-
-
-def data(n: int, seed: int) -> TensorDataset:
-    generator = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, 3, (n,), generator=generator)
-    centres = torch.tensor([[2.0, 0.0], [-2.0, 1.0], [0.0, -2.5]])
-    return TensorDataset(centres[labels] + 0.7 * torch.randn(n, 2, generator=generator), labels)
-
-
-class Classifier(AcceleratorModule):
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = torch.nn.Sequential(
-            torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Dropout(0.2), torch.nn.Linear(16, 3)
-        )
-
-    def training_step(self, batch: Any) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
+from accmt_trainer import HyperParameters, Trainer
 
 
 class KillAt(Callback):
@@ -72,7 +53,7 @@ def train(folder: Path, result: Path, kill: int | None) -> int:
         progress_bar=False,
         callbacks=[KillAt(kill)],
     )
-    state = trainer.fit(Classifier(), data(192, seed=1))
+    state = trainer.fit(Classifier(activation=torch.nn.ReLU, dropout=0.2), clusters(192, seed=1))
     model = trainer.accelerator.unwrap_model(trainer.model)
     weights = {name: value.detach().cpu() for name, value in model.state_dict().items()}
     rank = trainer.accelerator.process_index

@@ -11,29 +11,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import _toy as toy
 import torch
-from torch.utils.data import TensorDataset
+from _toy import blobs
 
 from accmt_metrics import Accuracy, MeanSquaredError
-from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
+from accmt_trainer import HyperParameters, Trainer
 
 
-def blobs(n: int, seed: int) -> TensorDataset:
-    generator = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, 3, (n,), generator=generator)
-    return TensorDataset(torch.randn(n, 2, generator=generator) + labels[:, None], labels)
-
-
-class Classifier(AcceleratorModule):
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = torch.nn.Sequential(
-            torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)
-        )
-
-    def training_step(self, batch: Any) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
-
+class Classifier(toy.Classifier):
     def validation_step(self, key: str, batch: Any) -> dict[str, Any]:
         features, labels = batch
         logits = self.model(features)
@@ -50,9 +36,15 @@ def main(out: Path) -> None:
     metrics = [Accuracy(), MeanSquaredError()]
     with tempfile.TemporaryDirectory() as folder:
         trainer = Trainer(
-            hps, folder, metrics=metrics, log_with=None, progress_bar=False, cpu=True,
-            checkpoint_every=None, disable_model_saving=True,
-        )  # fmt: skip
+            hps,
+            folder,
+            metrics=metrics,
+            log_with=None,
+            progress_bar=False,
+            cpu=True,
+            checkpoint_every=None,
+            disable_model_saving=True,
+        )
         sets = {"validation": blobs(101, 1), "small": blobs(5, 2)}
         module = Classifier()
         state = trainer.fit(module, blobs(48, 0), sets)

@@ -110,10 +110,16 @@ def train(run: dict[str, Any], launch: int) -> None:
         }
     )
     trainer = Trainer(
-        hps, out / "run", checkpoint_every="2 steps", evaluate_every_n_steps=3, seed=7,
-        log_with=None, progress_bar=False, cpu=not ON_GPUS,
+        hps,
+        out / "run",
+        checkpoint_every="2 steps",
+        evaluate_every_n_steps=3,
+        seed=7,
+        log_with=None,
+        progress_bar=False,
+        cpu=not ON_GPUS,
         callbacks=[Watch(events, run["kill_at_step"], out)],
-    )  # fmt: skip
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         # resume_worker's classifier: 2 -> 32 -> 3 with dropout, sharded on dim 0 over two

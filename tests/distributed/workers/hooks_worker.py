@@ -15,29 +15,18 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import _toy as toy
 import torch
-from torch.utils.data import TensorDataset
+from _toy import clusters
 
 from accmt_callbacks import HOOKS, Callback
 from accmt_metrics import Accuracy
-from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
+from accmt_trainer import HyperParameters, Trainer
 
 
-def data(n: int, seed: int) -> TensorDataset:
-    generator = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, 3, (n,), generator=generator)
-    centres = torch.tensor([[2.0, 0.0], [-2.0, 1.0], [0.0, -2.5]])
-    return TensorDataset(centres[labels] + 0.7 * torch.randn(n, 2, generator=generator), labels)
-
-
-class Classifier(AcceleratorModule):
+class Classifier(toy.Classifier):
     def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(),
-                                         torch.nn.Linear(16, 3))  # fmt: skip
-
-    def training_step(self, batch: Any) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
+        super().__init__(activation=torch.nn.ReLU)
 
     def validation_step(self, key: str, batch: Any) -> dict[str, Any]:
         logits = self.model(batch[0])
@@ -67,22 +56,34 @@ for _hook in HOOKS:
 
 
 def train(out: Path, kill_at_step: int | None) -> None:
-    hps = HyperParameters.from_dict({
-        "epochs": 2, "batch_size": 16, "optimizer": "SGD", "optimizer_kwargs": {"lr": 0.1},
-        "scheduler": "StepLR", "scheduler_kwargs": {"step_size": 1},
-    })  # fmt: skip
+    hps = HyperParameters.from_dict(
+        {
+            "epochs": 2,
+            "batch_size": 16,
+            "optimizer": "SGD",
+            "optimizer_kwargs": {"lr": 0.1},
+            "scheduler": "StepLR",
+            "scheduler_kwargs": {"step_size": 1},
+        }
+    )
     mode = "killed" if kill_at_step else "run"
     path = out / f"hooks_{mode}_rank{os.environ['RANK']}.txt"
     out.mkdir(parents=True, exist_ok=True)
     trainer = Trainer(
-        hps, out / "run", evaluate_every_n_steps=3, checkpoint_every="2 steps",
-        callbacks=[Record(path, kill_at_step)], log_with=None, progress_bar=False,
-        metrics=[Accuracy()], cpu=True,
-    )  # fmt: skip
+        hps,
+        out / "run",
+        evaluate_every_n_steps=3,
+        checkpoint_every="2 steps",
+        callbacks=[Record(path, kill_at_step)],
+        log_with=None,
+        progress_bar=False,
+        metrics=[Accuracy()],
+        cpu=True,
+    )
     # One validation batch of 16 on each process: validation gives every sample once, so each
     # process needs a batch of its own.
-    validation = data(16 * int(os.environ["WORLD_SIZE"]), seed=2)
-    trainer.fit(Classifier(), data(128, seed=1), validation)
+    validation = clusters(16 * int(os.environ["WORLD_SIZE"]), seed=2)
+    trainer.fit(Classifier(), clusters(128, seed=1), validation)
 
 
 def main() -> None:

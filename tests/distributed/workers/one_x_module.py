@@ -59,8 +59,11 @@ class SteppedModule(ExtendedAcceleratorModule):
         x, y = batch
         output = self(x)
         predictions = output.argmax(dim=-1)
-        return {"loss": F.cross_entropy(output, y), "accuracy": (predictions, y),
-                "batch_error": (predictions, y)}  # fmt: skip
+        return {
+            "loss": F.cross_entropy(output, y),
+            "accuracy": (predictions, y),
+            "batch_error": (predictions, y),
+        }
 
 
 def blobs(n: int, seed: int) -> TensorDataset:

@@ -12,19 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from _toy import Classifier
 from accelerate import PartialState
 from torch.utils.data import TensorDataset
 
-from accmt_trainer import AcceleratorModule, HyperParameters, Trainer, TrainerConfigError
-
-
-class Classifier(AcceleratorModule):
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = torch.nn.Linear(2, 3)
-
-    def training_step(self, batch: Any) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
+from accmt_trainer import HyperParameters, Trainer, TrainerConfigError
 
 
 def main(out: Path, mode: str) -> None:
@@ -36,7 +28,7 @@ def main(out: Path, mode: str) -> None:
     record: dict[str, Any] = {"rank": int(os.environ["RANK"])}
     try:
         trainer = Trainer(hps, folder, log_with=None, progress_bar=False)
-        module = Classifier()
+        module = Classifier(hidden=None)
         state = trainer.fit(module, data)
         record.update(steps=state.global_step, processes=trainer.accelerator.num_processes)
         # After fit the module holds the user's own model, not DDP's wrapper.

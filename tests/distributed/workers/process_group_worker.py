@@ -19,25 +19,10 @@ from typing import Any
 
 import torch
 import torch.distributed
+from _toy import Classifier, blobs
 from accelerate import Accelerator
-from torch.utils.data import TensorDataset
 
-from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
-
-
-def blobs(n: int) -> TensorDataset:
-    generator = torch.Generator().manual_seed(0)
-    labels = torch.randint(0, 3, (n,), generator=generator)
-    return TensorDataset(torch.randn(n, 2, generator=generator) + labels[:, None], labels)
-
-
-class Classifier(AcceleratorModule):
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = torch.nn.Linear(2, 3)
-
-    def training_step(self, batch: Any) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
+from accmt_trainer import HyperParameters, Trainer
 
 
 def fit(folder: Path, epochs: int) -> dict[str, Any]:
@@ -48,7 +33,7 @@ def fit(folder: Path, epochs: int) -> dict[str, Any]:
     trainer = Trainer(
         hps, folder, checkpoint_every="epoch", seed=0, log_with=None, progress_bar=False, cpu=True
     )
-    state = trainer.fit(Classifier(), blobs(64))
+    state = trainer.fit(Classifier(hidden=None), blobs(64))
     return {
         "epoch": state.epoch,
         "global_step": state.global_step,

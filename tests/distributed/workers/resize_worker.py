@@ -113,10 +113,17 @@ def train(spec: dict[str, Any], launch: int) -> None:
     )
     probe = Probe(spec.get("stop_at"))
     trainer = Trainer(
-        hps, out / "run", grad_accumulation_steps=2, seed=7, log_with=None, progress_bar=False,
-        cpu=True, callbacks=[probe], checkpoint_every=spec.get("checkpoint_every", "epoch"),
+        hps,
+        out / "run",
+        grad_accumulation_steps=2,
+        seed=7,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+        callbacks=[probe],
+        checkpoint_every=spec.get("checkpoint_every", "epoch"),
         resume=spec.get("resume"),
-    )  # fmt: skip
+    )
     module = Recorder()
     record: dict[str, Any] = {"launch": launch}
     with warnings.catch_warnings(record=True) as caught:

@@ -29,19 +29,13 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+import _toy as toy
 import torch
-from torch.utils.data import TensorDataset
+from _toy import clusters
 
 from accmt_callbacks import Callback
 from accmt_state import TrainingState
-from accmt_trainer import AcceleratorModule, HyperParameters, StepsCurriculum, Trainer
-
-
-def data(n: int, seed: int) -> TensorDataset:
-    generator = torch.Generator().manual_seed(seed)
-    labels = torch.randint(0, 3, (n,), generator=generator)
-    centres = torch.tensor([[2.0, 0.0], [-2.0, 1.0], [0.0, -2.5]])
-    return TensorDataset(centres[labels] + 0.7 * torch.randn(n, 2, generator=generator), labels)
+from accmt_trainer import HyperParameters, StepsCurriculum, Trainer
 
 
 def curriculum() -> StepsCurriculum:
@@ -49,21 +43,15 @@ def curriculum() -> StepsCurriculum:
     the middle of one on two; stage 1 is cut inside its second pass on two processes; stage 2
     takes the rest up to max_steps (24)."""
     stages = StepsCurriculum()
-    stages.add(data(40, seed=3), 9)
-    stages.add(data(200, seed=1), 8)
-    stages.add(data(24, seed=4), -1)
+    stages.add(clusters(40, seed=3), 9)
+    stages.add(clusters(200, seed=1), 8)
+    stages.add(clusters(24, seed=4), -1)
     return stages
 
 
-class Classifier(AcceleratorModule):
+class Classifier(toy.Classifier):
     def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = torch.nn.Sequential(
-            torch.nn.Linear(2, 32), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(32, 3)
-        )
-
-    def training_step(self, batch: Any) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
+        super().__init__(hidden=32, activation=torch.nn.ReLU, dropout=0.3)
 
     def validation_step(self, key: str, batch: Any) -> torch.Tensor:
         return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
@@ -146,15 +134,23 @@ def train(args: argparse.Namespace, launch: int) -> None:
     )
     callbacks = [KillAtStep(args.kill_at_step, events)] if args.kill_at_step else []
     trainer = Trainer(
-        hps, args.out / "run", grad_accumulation_steps=2, checkpoint_every="3 steps",
-        evaluate_every_n_steps=5, seed=7, log_with=None, progress_bar=False, cpu=True,
-        callbacks=callbacks, checkpoint_async=args.background,
+        hps,
+        args.out / "run",
+        grad_accumulation_steps=2,
+        checkpoint_every="3 steps",
+        evaluate_every_n_steps=5,
+        seed=7,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+        callbacks=callbacks,
+        checkpoint_async=args.background,
         ema_decay=0.9 if args.ema else None,
-    )  # fmt: skip
+    )
     killing = args.kill_in_checkpoint
     with kill_inside_checkpoint(killing, events) if killing else nullcontext():
-        samples = curriculum() if args.curriculum else data(200, seed=1)
-        state = trainer.fit(Classifier(), samples, data(48, seed=2))
+        samples = curriculum() if args.curriculum else clusters(200, seed=1)
+        state = trainer.fit(Classifier(), samples, clusters(48, seed=2))
     model = trainer.accelerator.unwrap_model(trainer.model)
     weights = {name: value.detach().cpu() for name, value in model.state_dict().items()}
     averaged = trainer.averaged_weights() or {}

@@ -14,23 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils.data import TensorDataset
+from _toy import Classifier, blobs
 
 from accmt_callbacks import Callback
-from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
+from accmt_trainer import HyperParameters, Trainer
 
 ASK_AT = 5
-
-
-class Classifier(AcceleratorModule):
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = torch.nn.Sequential(
-            torch.nn.Linear(2, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3)
-        )
-
-    def training_step(self, batch: Any) -> torch.Tensor:
-        return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
 
 
 class AskOnRankOne(Callback):
@@ -51,19 +40,19 @@ class AskOnRankOne(Callback):
             self.trainer.request_stop("rank 1 alone asked")
 
 
-def data() -> TensorDataset:
-    generator = torch.Generator().manual_seed(0)
-    labels = torch.randint(0, 3, (64,), generator=generator)
-    return TensorDataset(torch.randn(64, 2, generator=generator) + labels[:, None], labels)
-
-
 def fit(folder: Path, callbacks: list[Callback]) -> tuple[Trainer, Any]:
     hps = HyperParameters(epochs=3, batch_size=8, optimizer="AdamW", optimizer_kwargs={"lr": 0.01})
     trainer = Trainer(
-        hps, folder, seed=3, log_with=None, progress_bar=False, cpu=True,
-        checkpoint_every="epoch", callbacks=callbacks,
-    )  # fmt: skip
-    return trainer, trainer.fit(Classifier(), data())
+        hps,
+        folder,
+        seed=3,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+        checkpoint_every="epoch",
+        callbacks=callbacks,
+    )
+    return trainer, trainer.fit(Classifier(hidden=8), blobs(64))
 
 
 def record(out: Path, name: str, trainer: Trainer, state: Any, **more: Any) -> None:

@@ -115,15 +115,26 @@ class TinyLM(AcceleratorModule):
 
 
 def fit(out: Path, split: str, kill_at_step: int | None, placed: bool) -> None:
-    hps = HyperParameters(epochs=3, batch_size=4, max_steps=14 if RANK_COUNT > 1 else 26,
-                          optimizer="AdamW", optimizer_kwargs={"lr": 0.01})  # fmt: skip
+    hps = HyperParameters(
+        epochs=3,
+        batch_size=4,
+        max_steps=14 if RANK_COUNT > 1 else 26,
+        optimizer="AdamW",
+        optimizer_kwargs={"lr": 0.01},
+    )
     events = Events(out, 0)
     trainer = Trainer(
-        hps, out / "run", checkpoint_every="4 steps", seed=5, log_with=None, progress_bar=False,
-        cpu=True, collate_fn=padded(to_longest=split == "shard"),
+        hps,
+        out / "run",
+        checkpoint_every="4 steps",
+        seed=5,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+        collate_fn=padded(to_longest=split == "shard"),
         dispatch_streams=split == "dispatch",
         callbacks=[KillAtStep(kill_at_step, events)] if kill_at_step else [],
-    )  # fmt: skip
+    )
     stream = (PlacedTokenStream if placed else TokenStream)(44, out / f"drawn_rank{RANK}.jsonl")
     state = trainer.fit(TinyLM(), stream)
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -134,9 +145,13 @@ def fit(out: Path, split: str, kill_at_step: int | None, placed: bool) -> None:
 
 def infer(out: Path) -> None:
     trainer = Trainer(
-        HyperParameters(batch_size=3), out / "run", log_with=None, progress_bar=False, cpu=True,
+        HyperParameters(batch_size=3),
+        out / "run",
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
         collate_fn=padded(to_longest=True),
-    )  # fmt: skip
+    )
     module = TinyLM()
     results = trainer.evaluate(module, TokenStream(17))
     predictions = trainer.predict(module, TokenStream(17))

@@ -11,31 +11,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import torch
-from torch.utils.data import TensorDataset
+from _toy import Classifier, clusters
 
-from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
-
-
-def blobs(n: int) -> TensorDataset:
-    generator = torch.Generator().manual_seed(0)
-    centres = torch.tensor([[2.0, 0.0], [-2.0, 1.0], [0.0, -2.5]])
-    labels = torch.randint(0, 3, (n,), generator=generator)
-    return TensorDataset(centres[labels] + 0.6 * torch.randn(n, 2, generator=generator), labels)
-
-
-class Classifier(AcceleratorModule):
-    def __init__(self) -> None:
-        torch.manual_seed(0)
-        self.model = torch.nn.Sequential(
-            torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)
-        )
-
-    def training_step(self, batch: Any) -> torch.Tensor:
-        features, labels = batch
-        return torch.nn.functional.cross_entropy(self.model(features), labels)
+from accmt_trainer import HyperParameters, Trainer
 
 
 def main() -> None:
@@ -56,10 +36,15 @@ def train(out: Path, batch_size: int, accumulation: int) -> None:
         }
     )
     trainer = Trainer(
-        hps, out / "run", grad_accumulation_steps=accumulation, seed=0, log_with=None,
-        progress_bar=False, cpu=True,
-    )  # fmt: skip
-    state = trainer.fit(Classifier(), blobs(192))
+        hps,
+        out / "run",
+        grad_accumulation_steps=accumulation,
+        seed=0,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+    )
+    state = trainer.fit(Classifier(), clusters(192, spread=0.6))
     weights = {
         k: v.detach().cpu()
         for k, v in trainer.accelerator.unwrap_model(trainer.model).state_dict().items()

@@ -112,24 +112,39 @@ def main() -> None:
         callbacks.append(FailTrial(args.fail_trial))
     train, valid = digits()
     search = HyperParameterSearch(
-        DigitsMLP, train, valid, metrics=[Accuracy()], output_dir=args.out,
-        seed=args.seed, log_with=None, checkpoint_every="epoch", callbacks=callbacks,
-    )  # fmt: skip
-    search.set_space({
-        "epochs": args.epochs,
-        "batch_size": 32,
-        "optimizer": "AdamW",
-        "optimizer_kwargs.lr": {"type": "float", "low": 1e-3, "high": 3e-2, "log": True},
-        "module.hidden": {"type": "categorical", "choices": [16, 32]},
-    })  # fmt: skip
+        DigitsMLP,
+        train,
+        valid,
+        metrics=[Accuracy()],
+        output_dir=args.out,
+        seed=args.seed,
+        log_with=None,
+        checkpoint_every="epoch",
+        callbacks=callbacks,
+    )
+    search.set_space(
+        {
+            "epochs": args.epochs,
+            "batch_size": 32,
+            "optimizer": "AdamW",
+            "optimizer_kwargs.lr": {"type": "float", "low": 1e-3, "high": 3e-2, "log": True},
+            "module.hidden": {"type": "categorical", "choices": [16, 32]},
+        }
+    )
     if args.barrier is not None:
         wait_for_workers(args.barrier, args.workers)
     pruner = PruneTrial(args.prune_trial) if args.prune_trial is not None else None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     result = search.optimize(
-        lambda metrics: metrics["validation"]["accuracy"], "maximize", n_trials=args.trials,
-        storage=args.storage, pruner=pruner, heartbeat_interval=1, grace_period=2, plots=False,
-    )  # fmt: skip
+        lambda metrics: metrics["validation"]["accuracy"],
+        "maximize",
+        n_trials=args.trials,
+        storage=args.storage,
+        pruner=pruner,
+        heartbeat_interval=1,
+        grace_period=2,
+        plots=False,
+    )
     summary: dict[str, Any] = {"finished": result.finished, "best": result.trial_number}
     print("RESULT " + json.dumps(summary), flush=True)
     if args.then_fit:

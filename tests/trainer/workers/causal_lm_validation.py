@@ -73,9 +73,15 @@ def run(summed: bool = True) -> tuple[dict[str, Any], bool]:
     sequences = padded_sequences()
     with tempfile.TemporaryDirectory() as folder:
         trainer = Trainer(
-            hps, folder, metrics=[Perplexity(causal=True)], log_with=None, progress_bar=False,
-            cpu=True, checkpoint_every=None, disable_model_saving=True,
-        )  # fmt: skip
+            hps,
+            folder,
+            metrics=[Perplexity(causal=True)],
+            log_with=None,
+            progress_bar=False,
+            cpu=True,
+            checkpoint_every=None,
+            disable_model_saving=True,
+        )
         module = CausalLM(summed)
         state = trainer.fit(module, sequences, sequences)
         evaluated = trainer.evaluate(module, sequences)

@@ -31,15 +31,24 @@ class Linear(AcceleratorModule):
 
 def data() -> TensorDataset:
     generator = torch.Generator().manual_seed(0)
-    return TensorDataset(torch.randn(96, 2, generator=generator),
-                         torch.randint(0, 3, (96,), generator=generator))  # fmt: skip
+    return TensorDataset(
+        torch.randn(96, 2, generator=generator), torch.randint(0, 3, (96,), generator=generator)
+    )
 
 
 def main() -> None:
     folder, out = Path(sys.argv[1]), Path(sys.argv[2])
     hps = HyperParameters(epochs=2, batch_size=8, optimizer="SGD", optimizer_kwargs={"lr": 0.1})
-    trainer = Trainer(hps, folder, checkpoint_every="1 step", callbacks=[Slow()], seed=0,
-                      log_with=None, progress_bar=False, cpu=True)  # fmt: skip
+    trainer = Trainer(
+        hps,
+        folder,
+        checkpoint_every="1 step",
+        callbacks=[Slow()],
+        seed=0,
+        log_with=None,
+        progress_bar=False,
+        cpu=True,
+    )
     trainer.fit(Linear(), data())
     model = trainer.accelerator.unwrap_model(trainer.model)
     torch.save({k: v.clone() for k, v in model.state_dict().items()}, out)

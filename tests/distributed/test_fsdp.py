@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import torch
 
 from accmt_trainer import CheckpointError
-from accmt_trainer.checkpointing import MANIFEST, inventory, verify
+from accmt_trainer.checkpointing._manifest import inventory, verify
+from accmt_trainer.checkpointing._run_facts import MANIFEST
 
 from ._launch import WORKERS, free_port
 
@@ -195,7 +197,8 @@ def test_a_crafted_metadata_pickle_is_refused_without_running_code(
     marker = tmp_path / "code-ran"
     (checkpoint / "accelerate" / target).write_bytes(pickle.dumps(Payload(marker)))
     manifest = json.loads((checkpoint / MANIFEST).read_text())
-    manifest["files"] = inventory(checkpoint)  # forged to match
+    files = inventory(checkpoint)  # forged to match
+    manifest["files"] = {name: attrs.asdict(entry) for name, entry in files.items()}
     (checkpoint / MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(CheckpointError, match=f"accelerate/{target} is not a valid .metadata"):
         verify(checkpoint)

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from _toy import clusters  # beside this file
 from accelerate.state import AcceleratorState, PartialState
 from accelerate.utils import DistributedType
-from resume_worker import Classifier, Events, data  # beside this file
+from resume_worker import Classifier, Events
 from torch.distributed.tensor import DTensor
 
 from accmt_callbacks import Callback
@@ -124,7 +125,7 @@ def train(run: dict[str, Any], launch: int) -> None:
         warnings.simplefilter("always")
         # resume_worker's classifier: 2 -> 32 -> 3 with dropout, sharded on dim 0 over two
         # processes (32 rows in halves, 3 as 2 + 1).
-        state = trainer.fit(Classifier(), data(64, seed=1), data(16, seed=2))
+        state = trainer.fit(Classifier(), clusters(64, seed=1), clusters(16, seed=2))
     said = [str(warning.message) for warning in caught]
     events.note("end", global_step=state.global_step, warnings=said)
 

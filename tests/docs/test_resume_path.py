@@ -37,16 +37,18 @@ def page_steps(block: str) -> list[int]:
 
 
 def calls_in_order(function: object) -> list[str]:
-    """The attribute and function names ``function`` calls, in source order."""
+    """What ``function`` calls, in source order: ``name`` or ``variable.attribute``."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(function)))  # type: ignore[arg-type]
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
     calls.sort(key=lambda node: (node.lineno, node.col_offset))
     names = []
     for call in calls:
         target = call.func
-        names.append(
-            target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        )
+        if isinstance(target, ast.Attribute):
+            owner = target.value.id if isinstance(target.value, ast.Name) else "..."
+            names.append(f"{owner}.{target.attr}")
+        else:
+            names.append(getattr(target, "id", ""))
     return names
 
 
@@ -64,14 +66,14 @@ def test_the_page_s_steps_are_the_code_s() -> None:
 
 def test_the_fit_asks_in_the_page_s_order() -> None:
     calls = calls_in_order(Fit._train)
-    order = ["prepare_data", "start", "prepare_run", "start_trackers"]
+    order = ["prepare_data", "checkpoints.start", "prepare_run", "start_trackers"]
     positions = [calls.index(name) for name in order]
     # The run that goes on is restored last (the first restore is a finished run's).
-    positions.append(len(calls) - 1 - calls[::-1].index("restore"))
+    positions.append(len(calls) - 1 - calls[::-1].index("resume.restore"))
     assert positions == sorted(positions)
     # Read back once: one restore for a run that goes on, one for one that had finished.
-    assert calls.count("restore") == 2
-    assert calls.count("start") == 1
+    assert calls.count("resume.restore") == 2
+    assert calls.count("checkpoints.start") == 1
 
 
 def test_a_page_out_of_step_is_seen() -> None:

@@ -27,7 +27,7 @@ from accmt import (
 )
 from accmt_callbacks import Callback
 from accmt_metrics import Accuracy
-from accmt_trainer.runtime import make_accelerator
+from accmt_trainer.runtime._accelerator import make_accelerator
 
 from .conftest import Classifier, blobs
 

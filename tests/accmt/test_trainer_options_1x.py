@@ -468,7 +468,7 @@ def test_the_trainer_s_signature_is_its_typed_2x_options() -> None:
 
 def test_every_1x_name_is_a_2x_option_or_one_accmt_trainer_refuses_naming_its_spelling() -> None:
     # accmt_trainer's error table and this translation cover the same 1.x names.
-    from accmt_trainer.config import FORMER_OPTIONS
+    from accmt_trainer.config._former_options import FORMER_OPTIONS
 
     options = set(inspect.signature(accmt_trainer.Trainer).parameters)
     one_x = {*ONE_X_POSITIONAL, *TRACKER_PASS_THROUGHS, "track_with"}  # README: log_with

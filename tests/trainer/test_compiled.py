@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 
 from accmt_metrics import Accuracy
 from accmt_trainer import HyperParameters, Trainer, load_weights
-from accmt_trainer.runtime import own_model
+from accmt_trainer.runtime._accelerator import own_model
 
 from .conftest import Classifier, blobs
 

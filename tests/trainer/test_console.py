@@ -18,7 +18,8 @@ import pytest
 from accmt_callbacks import Callback
 from accmt_metrics import Accuracy
 from accmt_trainer import HyperParameters, Trainer
-from accmt_trainer.console import ProgressBar, console_lines, evaluation_postfix
+from accmt_trainer.console._console import console_lines, evaluation_postfix
+from accmt_trainer.console._progress_bar import ProgressBar
 
 from .conftest import Classifier, blobs
 

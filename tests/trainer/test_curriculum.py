@@ -24,7 +24,7 @@ from accmt_trainer import (
     Trainer,
     TrainerConfigError,
 )
-from accmt_trainer.data import StageLayout
+from accmt_trainer.data._epoch_plan import StageLayout
 
 from .conftest import Classifier, blobs
 

@@ -13,7 +13,7 @@ from torch.utils.data import TensorDataset
 from accmt_callbacks import HOOKS, Callback
 from accmt_metrics import Accuracy
 from accmt_trainer import ExtendedAcceleratorModule, HyperParameters, Trainer
-from accmt_trainer.runtime import make_accelerator
+from accmt_trainer.runtime._accelerator import make_accelerator
 
 from .conftest import Classifier, blobs
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from accmt_trainer import HyperParameters, Monitor, Trainer, TrainerConfigError
-from accmt_trainer.config import FORMER_OPTIONS
+from accmt_trainer.config._former_options import FORMER_OPTIONS
 
 HPS = HyperParameters(epochs=1, batch_size=4)
 

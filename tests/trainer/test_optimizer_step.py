@@ -13,7 +13,7 @@ from accelerate.state import AcceleratorState
 
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState
-from accmt_trainer.fit import OptimizerStep, StepOptions, direct_optimizer
+from accmt_trainer.fit._optimizer_step import OptimizerStep, StepOptions, direct_optimizer
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import torch
 from torch.optim.lr_scheduler import LRScheduler
 
 from accmt_trainer import HyperParameters, HyperParametersError
-from accmt_trainer.config import WARMUP_SCHEDULES
+from accmt_trainer.config._schedulers import WARMUP_SCHEDULES
 
 LR = 0.5
 T = 10  # the number of times the scheduler is stepped in the run

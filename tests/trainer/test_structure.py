@@ -66,3 +66,51 @@ def test_the_check_catches_a_private_access() -> None:
     assert private_accesses("trainer._step_optimizer(x)\nself._ok = 1\n") == [
         "line 1: trainer._step_optimizer"
     ]
+
+
+def folder_surfaces(root: Path) -> dict[str, list[str]]:
+    """Each folder's ``__all__``: what its ``__init__`` offers the other folders."""
+    surfaces = {}
+    for init in sorted(root.glob("*/__init__.py")):
+        for node in ast.parse(init.read_text()).body:
+            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+                surfaces[init.parent.name] = list(ast.literal_eval(node.value))
+    return surfaces
+
+
+def imported_from_folders(root: Path) -> dict[str, set[str]]:
+    """What each folder's ``__init__`` is asked for by the root's modules and other folders."""
+    asked: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        here = parts[0] if len(parts) > 1 else None
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level and node.module:
+                folder = node.module.split(".")[0]
+                if folder != here and "." not in node.module:
+                    asked.setdefault(folder, set()).update(a.name for a in node.names)
+    return asked
+
+
+def unused_surface(root: Path) -> dict[str, list[str]]:
+    asked = imported_from_folders(root)
+    return {
+        folder: [name for name in names if name not in asked.get(folder, set())]
+        for folder, names in folder_surfaces(root).items()
+        if any(name not in asked.get(folder, set()) for name in names)
+    }
+
+
+def test_a_folder_offers_what_other_folders_use() -> None:
+    """Tests import the module they test; a folder's ``__init__`` is for the other folders."""
+    assert len(folder_surfaces(ROOT)) == 8
+    assert unused_surface(ROOT) == {}
+
+
+def test_an_offer_no_other_folder_takes_is_seen(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "__init__.py").write_text(
+        'from ._a import used, spare\n__all__ = ["spare", "used"]\n'
+    )
+    (tmp_path / "_trainer.py").write_text("from .data import used\n")
+    assert unused_surface(tmp_path) == {"data": ["spare"]}

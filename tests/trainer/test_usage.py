@@ -17,7 +17,8 @@ import torch
 
 from accmt_metrics import Accuracy
 from accmt_trainer import HyperParameters, Monitor, Trainer
-from accmt_trainer.runtime import CpuClock, Usage, _usage
+from accmt_trainer.runtime import _usage
+from accmt_trainer.runtime._usage import CpuClock, Usage
 
 from .conftest import Classifier, blobs
 

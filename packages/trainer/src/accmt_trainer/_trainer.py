@@ -37,7 +37,15 @@ from .checkpointing import (
 from .config import HyperParameters, Monitor, options_of, refuses_former_options
 from .data import LoaderOptions, TrainData, named_sets, training_data
 from .evaluation import EvaluationOptions, Extra, MetricsOption, Predicate
-from .fit import BestModelOptions, Fit, FitOptions, LoopOptions, NonFinitePolicy, Run, StepOptions
+from .fit import (
+    BestModelOptions,
+    Fit,
+    FitOptions,
+    LoopOptions,
+    NonFinitePolicy,
+    PreparedRun,
+    StepOptions,
+)
 from .inference import InferenceOptions, Weights, evaluate, predict
 from .runtime import (
     AcceleratorOptions,
@@ -185,7 +193,7 @@ class Trainer:
             )
         return self.latest_fit
 
-    def _prepared_run(self, name: str) -> Run:
+    def _prepared_run(self, name: str) -> PreparedRun:
         run = self._latest(name).run
         if run is None:
             raise AttributeError(
@@ -312,8 +320,6 @@ class Trainer:
         fit = self.latest_fit
         accelerator = None if fit is None else fit.accelerator
         log_artifact(accelerator, Path(path), self.logging_options.artifacts)
-
-    log_artifacts = log_artifact
 
     def request_stop(self, reason: str) -> None:
         """End the run after this optimizer step, checkpointed and unfinished, through the

@@ -33,6 +33,10 @@ class Trainer(accmt_trainer.Trainer):
         translated = translate_1x_options(args, options, stacklevel=1)
         super().__init__(hps_config, model_path, **translated)
 
+    def log_artifacts(self, path: str | os.PathLike[str]) -> None:
+        """accmt 1.x's name of :meth:`log_artifact`, which takes a file or a folder."""
+        self.log_artifact(path)
+
     def fit(
         self,
         module: accmt_trainer.AcceleratorModule | HFModel,

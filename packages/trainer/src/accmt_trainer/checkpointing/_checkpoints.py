@@ -122,7 +122,7 @@ class Checkpoints:
     """The checkpoints of one run, under ``root``: written, chosen, verified and read here.
 
     ``models``, ``optimizer`` and ``scheduler`` are what Accelerate prepared, in its order;
-    a background write copies them (``background=True``).
+    a background write copies them (``checkpoint_async``).
     """
 
     def __init__(
@@ -138,11 +138,11 @@ class Checkpoints:
         self.options = options
         self.max_checkpoints = options.max_checkpoints
         self.objects = list(objects)
-        self.background = background = options.checkpoint_async
+        self.checkpoint_async = checkpoint_async = options.checkpoint_async
         self.writer = BackgroundWriter()
         self._buffers: AccelerateSnapshot | None = None
         kind = accelerator.distributed_type
-        if background and kind in SHARDED:
+        if checkpoint_async and kind in SHARDED:
             raise TrainerConfigError(
                 f"Trainer(checkpoint_async=True) supports one device and DDP; {kind.value} "
                 "writes its sharded state through its own path: use checkpoint_async=False"
@@ -185,9 +185,9 @@ class Checkpoints:
             shutil.rmtree(temporary, ignore_errors=True)
             temporary.mkdir()
         accelerator.wait_for_everyone()
-        runs, copy = tracker_runs or {}, self.background
+        runs, copy = tracker_runs or {}, self.checkpoint_async
         parts = Parts.of(state, callbacks, losses, self.objects, runs, copy=copy)
-        if self.background and snapshot_of is not None:
+        if self.checkpoint_async and snapshot_of is not None:
             snapshot = AccelerateSnapshot.take(accelerator, *snapshot_of, reuse=self._buffers)
             self._buffers = snapshot
             self.writer.start(lambda: self._write_later(temporary, final, facts, parts, snapshot))

@@ -2,7 +2,7 @@
 schedulers a configuration may name, warmup schedules), ``Monitor``, the checks behind every
 options object, and the refusal of accmt 1.x's Trainer keywords."""
 
-from ._former_options import FORMER_OPTIONS, refuses_former_options
+from ._former_options import refuses_former_options
 from ._hyperparameters import HyperParameters
 from ._monitor import Monitor
 from ._namespaces import Optimizer, Scheduler
@@ -20,11 +20,8 @@ from ._option_checks import (
     suggest,
 )
 from ._registry import register_optimizer, register_scheduler
-from ._schedulers import WARMUP_SCHEDULES
 
 __all__ = [
-    "FORMER_OPTIONS",
-    "WARMUP_SCHEDULES",
     "HyperParameters",
     "Monitor",
     "Optimizer",

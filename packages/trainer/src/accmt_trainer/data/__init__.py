@@ -3,7 +3,7 @@ each epoch's loader and batches, and the checks that no dataset or loader is emp
 
 from ._checks import check_data, check_datasets, check_not_empty
 from ._curriculum import Curriculum, RangeCurriculum, RatioCurriculum, StepsCurriculum
-from ._epoch_plan import EpochPlan, StageLayout, epoch_batches, order_batches
+from ._epoch_plan import EpochPlan, StageLayout, epoch_batches
 from ._loaders import (
     LoaderOptions,
     evaluation_loader,
@@ -13,12 +13,7 @@ from ._loaders import (
     train_loader,
 )
 from ._stages import Stages, TrainData, training_data
-from ._streams import (
-    check_stream,
-    prepare_stream_evaluation,
-    reads_from_state,
-    streams_split,
-)
+from ._streams import check_stream, prepare_stream_evaluation, reads_from_state, streams_split
 
 __all__ = [
     "Curriculum",
@@ -38,7 +33,6 @@ __all__ = [
     "evaluation_loader",
     "length_or_none",
     "named_sets",
-    "order_batches",
     "prepare_stream_evaluation",
     "reads_from_state",
     "samples",

@@ -6,9 +6,9 @@ from ._best_models import BestModelOptions
 from ._fit import Fit
 from ._loop_options import LoopOptions
 from ._nonfinite import NonFinitePolicy
-from ._optimizer_step import OptimizerStep, StepOptions, direct_optimizer
+from ._optimizer_step import StepOptions
 from ._options import FitOptions
-from ._setup import Run
+from ._setup import PreparedRun
 
 __all__ = [
     "BestModelOptions",
@@ -16,8 +16,6 @@ __all__ = [
     "FitOptions",
     "LoopOptions",
     "NonFinitePolicy",
-    "OptimizerStep",
-    "Run",
+    "PreparedRun",
     "StepOptions",
-    "direct_optimizer",
 ]

@@ -67,7 +67,7 @@ class BestModels:
         *,
         model_path: Path,
         greater_is_better: Callable[[str], bool],
-        guard: NonFiniteGuard,
+        nonfinite_guard: NonFiniteGuard,
         request_stop: Callable[[str], None],
     ) -> None:
         self.accelerator = accelerator
@@ -76,7 +76,7 @@ class BestModels:
         self.rules = rules
         self.model_path = model_path
         self.greater_is_better = greater_is_better
-        self.guard = guard
+        self.nonfinite_guard = nonfinite_guard
         self.max_shard_size = options.max_shard_size
         self.patience = patience_per_rule(options.patience, rules)
         self.request_stop = request_stop
@@ -118,7 +118,7 @@ class BestModels:
             self.request_stop(f"patience: {rule} has not improved for {patience} evaluation(s)")
 
     def _write(self, rule: SavingRule, values: Mapping[str, float]) -> None:
-        self.guard.check(self.model.parameters())
+        self.nonfinite_guard.check(self.model.parameters())
         folder = self.model_path / rule.folder
         staging = _staging(folder)
         accelerator = self.accelerator

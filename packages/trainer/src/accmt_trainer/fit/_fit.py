@@ -41,7 +41,7 @@ from ._options import FitOptions
 from ._owners import Owners, build_owners
 from ._resume import Resume
 from ._sanity_check import check_names
-from ._setup import Run, prepare_data, prepare_run
+from ._setup import PreparedRun, prepare_data, prepare_run
 from ._start_lines import finished_line, start_line, stopped_line
 from ._weight_average import WeightAverage
 
@@ -77,7 +77,7 @@ class Fit:
         self.accelerator = make_accelerator(options.accelerator_options, options.logging_options)
         warn_if_not_sharded(self.accelerator)
         self.state = TrainingState()
-        self.run: Run | None = None
+        self.run: PreparedRun | None = None
         self.loop: TrainingLoop | None = None
         self.average: WeightAverage | None = None
         """The run's exponential moving average of the weights (``ema_decay``), or None."""
@@ -194,7 +194,7 @@ class Fit:
         self.loop = loop = self._build_loop(run, state, owners, start.facts, resumed=bool(resume))
         return self._drive(loop, rest)
 
-    def _say_start(self, start: Start, run: Run, state: TrainingState) -> None:
+    def _say_start(self, start: Start, run: PreparedRun, state: TrainingState) -> None:
         accelerator = self.accelerator
         if not accelerator.is_main_process:
             return
@@ -217,7 +217,11 @@ class Fit:
         return WeightAverage(self.module.model, decay)
 
     def _build_owners(
-        self, run: Run, state: TrainingState, checkpoints: Checkpoints, trainer: TrainerProtocol
+        self,
+        run: PreparedRun,
+        state: TrainingState,
+        checkpoints: Checkpoints,
+        trainer: TrainerProtocol,
     ) -> Owners:
         """The run's owners around ``state``; the module and the callbacks are bound to it."""
         options, module, callbacks = self.options, self.module, self.callbacks
@@ -238,7 +242,13 @@ class Fit:
         return owners
 
     def _build_loop(
-        self, run: Run, state: TrainingState, owners: Owners, facts: RunFacts, *, resumed: bool
+        self,
+        run: PreparedRun,
+        state: TrainingState,
+        owners: Owners,
+        facts: RunFacts,
+        *,
+        resumed: bool,
     ) -> TrainingLoop:
         options = self.options
         return TrainingLoop(

@@ -19,7 +19,7 @@ from ..evaluation import split_training_output
 from ..runtime import LoggingOptions, Usage
 from ._loop_options import LoopOptions
 from ._owners import Owners
-from ._setup import Run
+from ._setup import PreparedRun
 from ._throughput import Throughput
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class TrainingLoop:
 
     def __init__(
         self,
-        run: Run,
+        run: PreparedRun,
         module: AcceleratorModule,
         state: TrainingState,
         callbacks: CallbackHandler,
@@ -194,7 +194,7 @@ class TrainingLoop:
                 owners.optimizer_step.step(loss, items)
         if loss is not None:
             detached = loss.detach()
-            if owners.guard.add(detached, state.global_step + 1):
+            if owners.nonfinite_guard.add(detached, state.global_step + 1):
                 self.losses.since_log.add(detached, items)
                 self.losses.epoch.add(detached, items)
         owners.progress.advance()
@@ -251,7 +251,7 @@ class TrainingLoop:
     # ----------------------------------------------------------- evaluation, checkpoints
 
     def _evaluate(self) -> None:
-        self.owners.guard.check()
+        self.owners.nonfinite_guard.check()
         self.callbacks.call("on_evaluation_start")
         with self._averaged():
             results = self.owners.evaluation.evaluate()
@@ -277,7 +277,7 @@ class TrainingLoop:
         """Write a checkpoint of this moment, an optimizer-step boundary, unless one exists."""
         if not self.owners.checkpoints.scheduled or self._moment() == self._last_checkpoint:
             return
-        self.owners.guard.check(self.run.model.parameters())
+        self.owners.nonfinite_guard.check(self.run.model.parameters())
         self._last_checkpoint = self._moment()
         self.callbacks.call("on_save_checkpoint")
         self.state.num_checkpoints_made += 1
@@ -299,7 +299,7 @@ class TrainingLoop:
         values: dict[str, float] = {}
         monitor, state = self.logging_options.monitor, self.state
         mean = self.losses.since_log.reduce_mean(self.run.accelerator)
-        self.owners.guard.check_logged_mean(mean)
+        self.owners.nonfinite_guard.check_logged_mean(mean)
         if monitor.train_loss and mean is not None:
             values["train/loss"] = mean
         if monitor.epoch:

@@ -62,7 +62,7 @@ class OptimizerStep:
     On a batch that only accumulates (Accelerate's ``sync_gradients`` is False) the steps do
     nothing. :attr:`stepped` says, once per batch, whether the optimizer really stepped: not on
     an accumulating batch, not when mixed precision's scaler skipped it, not when
-    ``skip_nonfinite`` found the gradients NaN or infinite.
+    ``on_nonfinite_loss="skip"`` found the gradients NaN or infinite.
     """
 
     def __init__(
@@ -86,7 +86,7 @@ class OptimizerStep:
         self.state = state
         self.clip_grad = options.clip_grad
         self.scheduler_per_epoch = scheduler_per_epoch
-        self.skip_nonfinite = options.on_nonfinite_loss == "skip"
+        self.on_nonfinite_loss = options.on_nonfinite_loss
         self.grad_norm_every = grad_norm_every
         self.options = options
         self.stepped = False
@@ -123,7 +123,7 @@ class OptimizerStep:
         self._rescale_window()
         self._measure_grad_norm()
         direct = self._direct if optimizer is self.optimizer else None
-        if self.skip_nonfinite and not math.isfinite(self.grad_norm or 0.0):
+        if self.on_nonfinite_loss == "skip" and not math.isfinite(self.grad_norm or 0.0):
             # Every process holds the same synchronised gradients, so all skip together.
             self.state.skipped_steps += 1
             self.stepped = False
@@ -137,12 +137,12 @@ class OptimizerStep:
         """Step ``scheduler`` (the run's by default) after a real optimizer step; per-epoch
         schedulers wait for :meth:`end_epoch`."""
         if not self.scheduler_per_epoch and self.stepped:
-            self._step(scheduler or self.scheduler)
+            self._step_scheduler(scheduler or self.scheduler)
 
     def end_epoch(self) -> None:
         """Step a per-epoch scheduler; called by the loop once per finished epoch."""
         if self.scheduler_per_epoch:
-            self._step(self.scheduler)
+            self._step_scheduler(self.scheduler)
 
     def zero_grad(self, optimizer: Optimizer | None = None) -> None:
         """Zero the gradients of ``optimizer`` (the run's by default) once they were used."""
@@ -177,7 +177,7 @@ class OptimizerStep:
         self.step_scheduler()
         self.zero_grad()
 
-    def _step(self, scheduler: LRScheduler | None) -> None:
+    def _step_scheduler(self, scheduler: LRScheduler | None) -> None:
         if scheduler is None:
             return
         self.callbacks.call("on_before_scheduler_step", scheduler)
@@ -233,7 +233,7 @@ class OptimizerStep:
             logged = self.state.is_last_training_batch
         else:
             logged = every is not None and (self.state.global_step + 1) % every == 0
-        if self.clip_grad is None and not self.skip_nonfinite and not logged:
+        if self.clip_grad is None and self.on_nonfinite_loss != "skip" and not logged:
             return
         limit = math.inf if self.clip_grad is None else self.clip_grad
         self._grad_norm = self.accelerator.clip_grad_norm_(self.model.parameters(), limit)

@@ -18,7 +18,7 @@ from ._best_models import BestModels, choose_rules
 from ._nonfinite import NonFiniteGuard
 from ._optimizer_step import OptimizerStep
 from ._options import FitOptions
-from ._setup import Run
+from ._setup import PreparedRun
 from ._stop_agreement import StopAgreement
 from ._weight_average import WeightAverage
 
@@ -36,7 +36,7 @@ class Owners:
     evaluation: Evaluation
     best_models: BestModels
     checkpoints: Checkpoints
-    guard: NonFiniteGuard
+    nonfinite_guard: NonFiniteGuard
     progress: ProgressBar
     stop: StopAgreement
     """The run's one stop decision, agreed by every process."""
@@ -51,7 +51,7 @@ class Owners:
 
 def build_owners(
     options: FitOptions,
-    run: Run,
+    run: PreparedRun,
     module: AcceleratorModule,
     state: TrainingState,
     callbacks: CallbackHandler,
@@ -64,7 +64,7 @@ def build_owners(
     """The owners of one run around ``state``; ``log`` sends values to its trackers."""
     accelerator, step_options = run.accelerator, options.step_options
     logging_options = options.logging_options
-    guard = NonFiniteGuard(step_options.on_nonfinite_loss, accelerator)
+    nonfinite_guard = NonFiniteGuard(step_options.on_nonfinite_loss, accelerator)
     best = options.best_model_options
     best_models = BestModels(
         accelerator,
@@ -74,7 +74,7 @@ def build_owners(
         best,
         model_path=options.model_path,
         greater_is_better=_greater_is_better(run),
-        guard=guard,
+        nonfinite_guard=nonfinite_guard,
         request_stop=callbacks.request_stop,
     )
     optimizer_step = OptimizerStep(
@@ -104,7 +104,7 @@ def build_owners(
         evaluation=evaluation,
         best_models=best_models,
         checkpoints=checkpoints,
-        guard=guard,
+        nonfinite_guard=nonfinite_guard,
         progress=ProgressBar(logging_options.progress_bar, accelerator.is_main_process),
         stop=StopAgreement(callbacks, accelerator.num_processes),
         profiler=StepProfiler(
@@ -119,6 +119,6 @@ def build_owners(
     )
 
 
-def _greater_is_better(run: Run) -> Callable[[str], bool]:
+def _greater_is_better(run: PreparedRun) -> Callable[[str], bool]:
     directions = {m.name: bool(m.greater_is_better) for ms in run.val_metrics.values() for m in ms}
     return lambda metric: directions.get(metric, False)

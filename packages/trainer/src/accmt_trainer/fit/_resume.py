@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from ..checkpointing import Checkpointable, Start
     from ..evaluation import TrainingLosses
-    from ._setup import Run
+    from ._setup import PreparedRun
 
 _END = object()
 
@@ -48,7 +48,7 @@ class Resume:
     def __init__(
         self,
         start: Start,
-        run: Run,
+        run: PreparedRun,
         losses: TrainingLosses,
         callbacks: CallbackHandler,
         objects: Sequence[Checkpointable],

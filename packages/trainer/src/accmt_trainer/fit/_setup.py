@@ -59,7 +59,7 @@ class PreparedData:
 
 
 @attrs.define(kw_only=True)
-class Run:
+class PreparedRun:
     """The objects of one ``fit``, prepared by Accelerate."""
 
     accelerator: Accelerator
@@ -157,7 +157,7 @@ def prepare_run(
     hps: HyperParameters,
     data: PreparedData,
     step_offset: int,
-) -> Run:
+) -> PreparedRun:
     """The run around ``data``: its length, and the optimizer and scheduler sized to it.
     ``step_offset`` is how far the run's ``global_step`` is from what this number of
     processes counts from the first step (a resume on another number of processes, see
@@ -175,7 +175,7 @@ def prepare_run(
     optimizer, scheduler = _optimization(
         accelerator, module, data.model, hps, (total_steps, epochs)
     )
-    return Run(
+    return PreparedRun(
         accelerator=accelerator,
         model=data.model,
         plan=plan,

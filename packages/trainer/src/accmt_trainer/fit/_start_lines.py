@@ -13,11 +13,11 @@ if TYPE_CHECKING:
     from accmt_state import TrainingState
 
     from ..checkpointing import Start
-    from ._setup import Run
+    from ._setup import PreparedRun
 
 
 def start_line(
-    folder: Path, start: Start, state: TrainingState, run: Run, epoch_batches: int | None
+    folder: Path, start: Start, state: TrainingState, run: PreparedRun, epoch_batches: int | None
 ) -> str:
     """Whether the run starts afresh or resumes, and from where: the checkpoint (and the
     number of processes that made it, where that differs), the epoch (and the batch within

@@ -17,11 +17,10 @@ from ._seeding import kept_rng_states, seed_everything
 from ._signals import stop_on_signals
 from ._tracker_runs import TrackerRuns
 from ._trackers import LoggingOptions, LogWith, log_artifact, send, start_trackers
-from ._usage import CpuClock, Usage
+from ._usage import Usage
 
 __all__ = [
     "AcceleratorOptions",
-    "CpuClock",
     "LogWith",
     "LoggingOptions",
     "ProcessGroupScope",

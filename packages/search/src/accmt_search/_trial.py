@@ -149,7 +149,7 @@ class TrialReporter(Callback):
     def on_fit_start(self) -> None:
         """Check the objective on the names the sanity check reported, before any training: a
         name it reads and nothing reports stops the search now (MetricNameError)."""
-        reported = getattr(getattr(self.trainer, "latest_fit", None), "reported_names", None)
+        reported = getattr(self.trainer, "reported_names", None)
         if self.setup.objective_name is None and reported:
             self.setup.objective_name = check_objective(self.setup.objective, reported)
 

@@ -203,8 +203,9 @@ class Trainer:
 
     def averaged_weights(self) -> dict[str, torch.Tensor] | None:
         """The latest fit's exponential moving average of the weights (``ema_decay``), by the
-        model's parameter names (``model.load_state_dict(..., strict=False)`` takes it); None
-        without one. The model itself keeps training's own weights."""
+        model's parameter names, of those that train (``model.load_state_dict(...,
+        strict=False)`` takes it); None without one. The model itself keeps training's own
+        weights."""
         fit = self.latest_fit
         return None if fit is None or fit.average is None else fit.average.weights()
 

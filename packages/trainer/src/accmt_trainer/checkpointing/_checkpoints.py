@@ -8,6 +8,9 @@ Layout under ``<model_path>/checkpoints``::
         state.json                 the TrainingState
         callbacks.json             the callbacks' states
         trackers.json              the tracker runs a resume continues (MLflow, W&B)
+        frozen.json                the parameters frozen for the whole fit so far, which the
+                                   model's weights leave out: name, shape, dtype, digest
+                                   (only when the model has some: ``_frozen``)
         object_<i>.safetensors     each object given to Trainer.register_for_checkpointing
         process_<rank>.safetensors each process's loss accumulators
         manifest.json              written last: versions, world size, every file's size and
@@ -31,6 +34,7 @@ import shutil
 import time
 import warnings
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +51,7 @@ from ..console import processes
 from ._background_writer import BackgroundWriter
 from ._commit import POINTER, complete_checkpoints, guarded, place, settle
 from ._folders import free_sibling, set_aside_folder
+from ._frozen import FrozenWeights
 from ._manifest import ELSEWHERE, SHARDED, check_compatible, verify
 from ._parts import AccelerateSnapshot, Checkpointable, Parts, read_losses, read_tracker_runs
 from ._resize import (
@@ -116,6 +121,9 @@ class Start:
     """The checkpoint's number of processes where it differs from this run's, else None."""
     tracker_runs: Mapping[str, str] = attrs.field(factory=dict)
     """The checkpoint's tracker runs (``{tracker name: run id}``) that this run continues."""
+    frozen: FrozenWeights | None = None
+    """The model's frozen parameters (checked against the checkpoint's), which checkpoints
+    leave out; None when the run takes and resumes no checkpoint, or shards its model."""
 
 
 class Checkpoints:
@@ -141,6 +149,8 @@ class Checkpoints:
         self.checkpoint_async = checkpoint_async = options.checkpoint_async
         self.writer = BackgroundWriter()
         self._buffers: AccelerateSnapshot | None = None
+        self.frozen: FrozenWeights | None = None
+        """The model's frozen parameters, left out of checkpoints (set by :meth:`start`)."""
         kind = accelerator.distributed_type
         if checkpoint_async and kind in SHARDED:
             raise TrainerConfigError(
@@ -185,14 +195,19 @@ class Checkpoints:
             shutil.rmtree(temporary, ignore_errors=True)
             temporary.mkdir()
         accelerator.wait_for_everyone()
-        runs, copy = tracker_runs or {}, self.checkpoint_async
-        parts = Parts.of(state, callbacks, losses, self.objects, runs, copy=copy)
+        runs, copy, frozen = tracker_runs or {}, self.checkpoint_async, self.frozen
+        if frozen is not None:
+            frozen.note_trainable()
+        record = None if frozen is None else frozen.record()
+        parts = Parts.of(state, callbacks, losses, self.objects, runs, copy=copy, frozen=record)
         if self.checkpoint_async and snapshot_of is not None:
-            snapshot = AccelerateSnapshot.take(accelerator, *snapshot_of, reuse=self._buffers)
+            snapshot = AccelerateSnapshot.take(
+                accelerator, *snapshot_of, reuse=self._buffers, frozen=frozen
+            )
             self._buffers = snapshot
             self.writer.start(lambda: self._write_later(temporary, final, facts, parts, snapshot))
             return
-        with tied_weights_unannounced():
+        with tied_weights_unannounced(), frozen.saving(accelerator) if frozen else nullcontext():
             guarded(temporary, lambda: accelerator.save_state(str(temporary / "accelerate")))
         guarded(temporary, lambda: parts.write(temporary, accelerator))
         accelerator.wait_for_everyone()
@@ -233,18 +248,25 @@ class Checkpoints:
 
     # ------------------------------------------------------------------------- resume
 
-    def start(self, facts: RunFacts) -> Start:
+    def start(self, facts: RunFacts, model: torch.nn.Module) -> Start:
         """Where this fit starts: afresh, or at the moment of the checkpoint ``resume`` names,
-        verified and mapped onto this run's number of processes (a run that takes no
-        checkpoints and was given no ``resume`` looks for none). None resumes the newest
-        intact checkpoint when there is one, True requires one, False starts afresh, an int
-        picks one by index (-1: the newest). Nothing is moved here: see :meth:`clear_way`;
-        the rest is read back by the fit's ``Resume``."""
+        verified, its frozen base checked against ``model``'s (the prepared model) and mapped
+        onto this run's number of processes (a run that takes no checkpoints and was given no
+        ``resume`` looks for none). None resumes the newest intact checkpoint when there is
+        one, True requires one, False starts afresh, an int picks one by index (-1: the
+        newest). Nothing is moved here: see :meth:`clear_way`; the rest is read back by the
+        fit's ``Resume``."""
         options = self.options
+        sharded = self.accelerator.distributed_type in SHARDED
+        # Taken once, when the fit starts: the digests of the frozen weights it checks and
+        # records (a model split across processes is checkpointed whole: see _frozen).
+        self.frozen = frozen = FrozenWeights(model) if options.resumes and not sharded else None
         found = self._find(options.resume, facts) if options.resumes else None
         if found is None:
-            return Start(facts=resized_facts(facts, TrainingState(), self.root))
+            return Start(facts=resized_facts(facts, TrainingState(), self.root), frozen=frozen)
         folder, made = found
+        if frozen is not None:
+            frozen.check(folder)
         state = TrainingState.load(folder / "state.json")
         check_position(state, made, folder / "state.json")
         state.batches_seen_in_epoch = state.train_step = self._seen_here(folder, state, made, facts)
@@ -255,6 +277,7 @@ class Checkpoints:
             losses=self._losses(folder, made.world_size, facts.world_size),
             made_on=None if made.world_size == facts.world_size else made.world_size,
             tracker_runs=read_tracker_runs(folder),
+            frozen=frozen,
         )
 
     def _find(self, resume: bool | int | None, facts: RunFacts) -> tuple[Path, RunFacts] | None:

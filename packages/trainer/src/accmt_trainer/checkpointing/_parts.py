@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +26,7 @@ from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState, read_json, write_json
 
 from .._errors import CheckpointError, TrainerConfigError
+from ._frozen import FROZEN, FrozenWeights
 from ._safe_tree import check_tree, load_tree, save_tree
 
 
@@ -51,6 +53,8 @@ class Parts:
     """This process's training loss windows."""
     objects: list[Mapping[str, Any]]
     tracker_runs: Mapping[str, str] = attrs.field(factory=dict)
+    frozen: Mapping[str, Any] | None = None
+    """``frozen.json``: the parameters left out, described (None: every one is written)."""
 
     @classmethod
     def of(
@@ -62,17 +66,19 @@ class Parts:
         tracker_runs: Mapping[str, str],
         *,
         copy: bool,
+        frozen: Mapping[str, Any] | None = None,
     ) -> Parts:
         runs = dict(tracker_runs)
         if not copy:
             states = [o.state_dict() for o in objects]
-            return cls(state, callbacks.state_dict(), losses, states, runs)
+            return cls(state, callbacks.state_dict(), losses, states, runs, frozen)
         return cls(
             TrainingState.from_dict(state.to_dict()),
             cpu_copy(callbacks.state_dict()),
             cpu_copy(losses),
             [cpu_copy(o.state_dict()) for o in objects],
             runs,
+            frozen,
         )
 
     def write(self, folder: Path, accelerator: Accelerator) -> None:
@@ -82,6 +88,8 @@ class Parts:
             self.state.save(folder / "state.json", durable=False)
             write_json(folder / "callbacks.json", self.callbacks, durable=False)
             write_json(folder / TRACKER_RUNS, self.tracker_runs, durable=False)
+            if self.frozen is not None:
+                write_json(folder / FROZEN, self.frozen, durable=False)
             for index, state in enumerate(self.objects):
                 save_tree(folder / f"object_{index}.safetensors", state)
 
@@ -113,11 +121,15 @@ def load_objects(folder: Path, objects: Sequence[Checkpointable]) -> None:
         target.load_state_dict(load_tree(path))
 
 
-def load_accelerate_state(accelerator: Accelerator, folder: Path) -> None:
+def load_accelerate_state(
+    accelerator: Accelerator, folder: Path, frozen: FrozenWeights | None = None
+) -> None:
     """Model, optimizer, scheduler, scaler, RNGs (and a stateful loader's place) through
-    Accelerate's load_state, which reads them with ``weights_only=True``."""
+    Accelerate's load_state, which reads them with ``weights_only=True``; the parameters the
+    checkpoint left out (``frozen``, checked by ``Checkpoints.start``) stay as they are."""
     try:
-        accelerator.load_state(str(folder / "accelerate"))
+        with frozen.loading(accelerator, folder) if frozen is not None else nullcontext():
+            accelerator.load_state(str(folder / "accelerate"))
     except Exception as error:
         raise CheckpointError(f"{folder / 'accelerate'} cannot be loaded: {error}") from error
 
@@ -181,16 +193,22 @@ class AccelerateSnapshot:
         optimizer: Any,
         scheduler: Any,
         reuse: AccelerateSnapshot | None = None,
+        frozen: FrozenWeights | None = None,
     ) -> AccelerateSnapshot:
         """The copy; ``reuse``, a snapshot whose write has ended, lends its buffers, so that
-        later checkpoints copy into memory already mapped instead of faulting in new pages."""
+        later checkpoints copy into memory already mapped instead of faulting in new pages.
+        The parameters ``frozen`` leaves out are neither copied nor written."""
         scaler = accelerator.scaler
         old = reuse or cls([], _Frozen(None), None, None, {}, 0)
+        states = [accelerator.get_state_dict(m) for m in models]
+        if frozen is not None:
+            states = [
+                frozen.without_frozen(accelerator.unwrap_model(m), state)
+                for m, state in zip(models, states, strict=True)
+            ]
         weights = [
-            cpu_copy(
-                accelerator.get_state_dict(m), old.weights[i] if i < len(old.weights) else None
-            )
-            for i, m in enumerate(models)
+            cpu_copy(state, old.weights[i] if i < len(old.weights) else None)
+            for i, state in enumerate(states)
         ]
         return cls(
             weights=weights,

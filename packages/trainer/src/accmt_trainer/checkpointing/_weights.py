@@ -1,14 +1,16 @@
 """Loading saved weights into a model: the inverse of what the Trainer writes.
 
 A best model's folder (``model_path/<rule>``, from ``register_model_saving``) holds Accelerate's
-``save_model`` output; a checkpoint keeps the same under ``accelerate/``. Only safetensors are
-read, so loading runs no code.
+``save_model`` output; a checkpoint keeps the same under ``accelerate/``, less the parameters
+frozen for its whole fit, which its ``frozen.json`` describes (``_frozen``): those the model
+must already hold, checked by digest. Only safetensors are read, so loading runs no code.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +19,7 @@ from safetensors.torch import load_file
 
 from .._errors import TrainerConfigError
 from ..runtime import own_model
+from ._frozen import first_difference, read_frozen
 
 if TYPE_CHECKING:
     from .._module import AcceleratorModule
@@ -30,13 +33,27 @@ def load_weights(target: AcceleratorModule | torch.nn.Module, path: str | os.Pat
 
     ``path`` is a best model's folder (``model_path/best_valid_loss``), a checkpoint's folder
     (``model_path/checkpoints/checkpoint_000003``), or a ``.safetensors`` file or sharded index.
-    Every parameter and buffer must match by name and shape. Works with or without a Trainer,
-    on a model wrapped by Accelerate or not. Returns the file that was read.
+    Every parameter and buffer must match by name and shape. A checkpoint holds what trains:
+    the parameters frozen for its whole fit (a LoRA model's base, say) are not in it but listed
+    in its ``frozen.json`` with their digests, and the model's own must be those, checked
+    before anything is loaded (a different base is refused, naming the parameter); the rest is
+    loaded from the checkpoint. Works with or without a Trainer, on a model wrapped by
+    Accelerate or not. Returns the file that was read.
     """
     model = target if isinstance(target, torch.nn.Module) else target.model
     source = weights_file(Path(path))
+    own = own_model(model)
+    frozen = read_frozen(source.parent.parent) if source.parent.name == "accelerate" else {}
+    parameters = {_uncompiled(name): p for name, p in own.named_parameters()}
+    differs = first_difference(parameters, frozen)
+    if differs is not None:
+        raise TrainerConfigError(
+            f"load_weights({str(path)!r}): the checkpoint does not hold the weights that were "
+            f"frozen in its fit, and this model's differ: {differs}; load it into the model its "
+            "fit started from"
+        )
     try:
-        _load(own_model(model), _tensors(source))
+        _load(own, _tensors(source), frozen=frozen.keys())
     except RuntimeError as error:
         raise TrainerConfigError(
             f"load_weights({str(path)!r}): the saved weights do not fit "
@@ -45,17 +62,21 @@ def load_weights(target: AcceleratorModule | torch.nn.Module, path: str | os.Pat
     return source
 
 
-def _load(model: torch.nn.Module, tensors: dict[str, torch.Tensor]) -> None:
+def _load(
+    model: torch.nn.Module, tensors: dict[str, torch.Tensor], frozen: Collection[str] = ()
+) -> None:
     """Every parameter and buffer of ``model`` from ``tensors``, by name and shape. A name
     missing from ``tensors`` is allowed only where the model ties it to one they hold (an LM
     head tied to its embedding): safetensors stores a tied tensor once, and Accelerate's
-    save_model drops the other names. Names are matched without torch.compile's ``_orig_mod``
-    (a compiled model's weights load into the model, and back)."""
+    save_model drops the other names; or where it is one of the ``frozen`` names (a
+    checkpoint's, checked by digest), or tied to one. Names are matched without
+    torch.compile's ``_orig_mod`` (a compiled model's weights load into the model, and back)."""
     names = {_uncompiled(name): name for name in model.state_dict()}
     tensors = {names.get(_uncompiled(key), key): value for key, value in tensors.items()}
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     aliases = _aliases(model)
-    untied = [name for name in missing if not aliases[name] & tensors.keys()]
+    held = tensors.keys() | {names.get(name, name) for name in frozen}
+    untied = [name for name in missing if not aliases[name] & held]
     if untied or unexpected:
         raise RuntimeError(f"missing {untied}, unexpected {list(unexpected)}")
 

@@ -160,7 +160,7 @@ class Fit:
         # in the data) and before the schedule is sized (a resume on another number of
         # processes carries the checkpoint's step counter).
         facts = run_facts(accelerator, data.plan, hps.train_batch_size, hps.max_steps)
-        self.start = start = checkpoints.start(facts)
+        self.start = start = checkpoints.start(facts, data.model)
         self.run = run = prepare_run(accelerator, self.module, hps, data, start.facts.step_offset)
         if average is not None:
             average.start()  # from the weights the run starts with, where they train

@@ -92,9 +92,10 @@ class Resume:
         if within and not reads_from_state(loader):
             rest = self._read_again(loader)
         # 4. Weights, optimizer, scheduler (its length this run's), gradient scaler, RNGs and a
-        #    stateful loader's place: Accelerate's load_state, read with weights_only=True.
+        #    stateful loader's place: Accelerate's load_state, read with weights_only=True
+        #    (the frozen weights the checkpoint left out, checked at the start, stay as they are).
         lengths = schedule_lengths(run.scheduler)
-        load_accelerate_state(run.accelerator, folder)
+        load_accelerate_state(run.accelerator, folder, self.start.frozen)
         restore_lengths(lengths)
         # 5. A stateful loader goes on from its place; its iterator's draw from the RNGs was
         #    the interrupted run's, before its checkpoint, so it is given back.

@@ -6,6 +6,10 @@ average becomes ``d * average + (1 - d) * weight`` (one fused update over every 
 Validation in fit and the best models it saves use the averages (the model's buffers as they
 are); training goes on with the raw weights. It costs one more copy of the parameters, kept
 where they are, and is saved with every checkpoint, so a resume is bit-identical.
+
+It averages what trains: the parameters whose ``requires_grad`` is True when the fit starts.
+A frozen one's average would be itself; it is neither kept nor saved (a LoRA run's average is
+the adapters').
 """
 
 from __future__ import annotations
@@ -32,14 +36,14 @@ def check_decay(name: str, value: Any) -> None:
 
 
 class WeightAverage:
-    """The average of ``model``'s parameters (the model inside Accelerate's wrappers, whose
-    parameters stay the same objects when it is prepared). :meth:`start` takes the weights it
-    starts from, once the model is where it trains."""
+    """The average of ``model``'s trainable parameters (the model inside Accelerate's
+    wrappers, whose parameters stay the same objects when it is prepared). :meth:`start` takes
+    the weights it starts from, once the model is where it trains."""
 
     def __init__(self, model: torch.nn.Module, decay: float) -> None:
-        own = own_model(model)
-        self.names = [name for name, _ in own.named_parameters()]
-        self.parameters = [parameter for _, parameter in own.named_parameters()]
+        trained = [(n, p) for n, p in own_model(model).named_parameters() if p.requires_grad]
+        self.names = [name for name, _ in trained]
+        self.parameters = [parameter for _, parameter in trained]
         self.averages: list[torch.Tensor] = []
         self.decay = decay
 

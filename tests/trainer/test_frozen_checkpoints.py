@@ -249,3 +249,18 @@ def test_a_lora_checkpoint_holds_the_adapters_and_resumes_exactly(tmp_path: Path
     resumed = run(crashed, ema_decay=None, metrics=[])
     fit(resumed, LoRA(), token_rows(64))
     assert_same(final(resumed), final(whole))
+
+
+def test_a_compiled_run_leaves_the_base_out_and_resumes_without_compile(tmp_path: Path) -> None:
+    crash(tmp_path, 5, module=FrozenBase(), checkpoint_every="2 steps", compile=True)
+    checkpoint = folders(tmp_path)[-1]
+    assert saved_names(checkpoint) == TRAINED_NAMES
+    assert set(read_frozen(checkpoint)) == FROZEN_NAMES
+    resumed = run(tmp_path, ema_decay=None)
+    fit(resumed, FrozenBase())
+    assert resumed.state.global_step == 12
+    base = FrozenBase().model[0]
+    assert torch.equal(own_model(resumed.model)[0].weight, base.weight)
+    assert describe_tensor(own_model(resumed.model)[3].weight) != describe_tensor(
+        FrozenBase().model[3].weight
+    )

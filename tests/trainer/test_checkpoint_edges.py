@@ -60,7 +60,7 @@ def test_indices_past_999999_keep_their_order(tmp_path: Path) -> None:
     save(store, 1_000_000, 2)
     names = [path.name for path in store.complete()]
     assert names == ["checkpoint_999999", "checkpoint_1000000"]
-    start = store.start(RUN)
+    start = store.start(RUN, torch.nn.Linear(2, 2))
     assert start.folder is not None
     assert start.folder.name == "checkpoint_1000000"
     assert start.state is not None
@@ -153,7 +153,7 @@ def test_a_resumed_state_that_does_not_fit_the_run_is_named(tmp_path: Path) -> N
     manifest["files"]["state.json"] = attrs.asdict(describe(folder / "state.json"))
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(CheckpointError, match=r"state\.json: global_step is 40, .* must be 1"):
-        store.start(RUN)
+        store.start(RUN, torch.nn.Linear(2, 2))
 
 
 def test_a_manifest_of_another_digest_is_refused_by_name(tmp_path: Path) -> None:
@@ -168,6 +168,6 @@ def test_a_manifest_of_another_digest_is_refused_by_name(tmp_path: Path) -> None
         entry["sha256"] = hashlib.sha256((newest / name).read_bytes()).hexdigest()
     (newest / "manifest.json").write_text(json.dumps(manifest))
     with pytest.warns(UserWarning, match=r"skipping checkpoint checkpoint_000002: .*xxh3_128"):
-        start = store.start(RUN)
+        start = store.start(RUN, torch.nn.Linear(2, 2))
     assert start.folder is not None
     assert start.folder.name == "checkpoint_000001"

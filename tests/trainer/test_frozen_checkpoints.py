@@ -21,7 +21,7 @@ from accmt_trainer.checkpointing._frozen import FROZEN, describe_tensor, read_fr
 from accmt_trainer.checkpointing._manifest import inventory, verify
 from accmt_trainer.runtime._accelerator import own_model
 
-from .conftest import Classifier
+from .conftest import Classifier, blobs
 from .test_checkpoints import crash, fit, folders, make
 
 FROZEN_NAMES = {"0.weight", "0.bias"}
@@ -193,6 +193,11 @@ def test_load_weights_loads_what_trains_and_refuses_another_base(tmp_path: Path)
     with pytest.raises(TrainerConfigError, match=r"'0\.bias'.*values differ"):
         load_weights(other, checkpoint)
     assert_same(dict(other.model.state_dict()), untouched)
+    # evaluate(weights=<a checkpoint>) loads the same way.
+    evaluated = trainer.evaluate(FrozenBase(), blobs(16, seed=1), weights=str(checkpoint))
+    assert evaluated == trainer.evaluate(fresh, blobs(16, seed=1))
+    with pytest.raises(TrainerConfigError, match=r"'0\.bias'"):
+        trainer.evaluate(other, blobs(16, seed=1), weights=str(checkpoint))
 
 
 # ------------------------------------------------------------------------ a LoRA model

@@ -14,7 +14,12 @@ Accelerate's ``save_state`` writes every parameter; its save pre-hook takes the 
 of the state dicts it is about to write, and its load pre-hook loads the models here, through
 safetensors' own ``load_model``, allowing the listed names (and only them) to be missing.
 Parameters are found by identity, so the names Accelerate's wrappers and torch.compile add to a
-state dict's keys do not matter.
+state dict's keys do not matter. The background snapshot takes them out before its copy.
+
+Not under FSDP (nor DeepSpeed): Accelerate's sharded ``save_state`` gathers the state dict
+with options of its own (torch's ``ignore_frozen_params`` is not among them, its
+``adapter_only`` is not passed) before any hook runs, so a sharded model is checkpointed whole,
+as before (``Checkpoints.start`` makes no ``FrozenWeights`` for it).
 """
 
 from __future__ import annotations

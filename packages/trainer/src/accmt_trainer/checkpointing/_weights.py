@@ -1,8 +1,8 @@
 """Loading saved weights into a model: the inverse of what the Trainer writes.
 
 A best model's folder (``model_path/<rule>``, from ``register_model_saving``) holds Accelerate's
-``save_model`` output; a checkpoint keeps the same under ``accelerate/``. Only safetensors are
-read, so loading runs no code.
+``save_model`` output, or a PEFT model's adapters (``_adapters.py``); a checkpoint keeps the
+model under ``accelerate/``. Only safetensors are read, so loading runs no code.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from safetensors.torch import load_file
 
 from .._errors import TrainerConfigError
 from ..runtime import own_model
+from ._adapters import is_adapter_folder, load_adapter
 
 if TYPE_CHECKING:
     from .._module import AcceleratorModule
@@ -30,10 +31,15 @@ def load_weights(target: AcceleratorModule | torch.nn.Module, path: str | os.Pat
 
     ``path`` is a best model's folder (``model_path/best_valid_loss``), a checkpoint's folder
     (``model_path/checkpoints/checkpoint_000003``), or a ``.safetensors`` file or sharded index.
-    Every parameter and buffer must match by name and shape. Works with or without a Trainer,
-    on a model wrapped by Accelerate or not. Returns the file that was read.
+    Every parameter and buffer must match by name and shape. A PEFT adapter folder (a PEFT
+    model's best model: ``adapter_config.json`` and ``adapter_model.safetensors``) loads into the
+    adapters of the same names of ``target``'s PEFT model, which must fit them exactly. Works
+    with or without a Trainer, on a model wrapped by Accelerate or not. Returns the file that
+    was read (an adapter folder's first).
     """
     model = target if isinstance(target, torch.nn.Module) else target.model
+    if is_adapter_folder(Path(path)):
+        return load_adapter(own_model(model), Path(path), "load_weights")[0]
     source = weights_file(Path(path))
     try:
         _load(own_model(model), _tensors(source))

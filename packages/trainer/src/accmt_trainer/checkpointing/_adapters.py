@@ -126,8 +126,9 @@ def save_adapter(
 @contextlib.contextmanager
 def _no_progress_bar() -> Iterator[None]:
     """transformers' bar of the shards it writes, left out (PEFT brings transformers)."""
-    from transformers.utils import logging as transformers_logging
+    from transformers.utils import logging
 
+    transformers_logging: Any = logging  # its switches are untyped
     shown = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()
     try:

@@ -2,11 +2,14 @@
 folder)`` loads them and gives the trained model's logits at its best evaluation;
 ``evaluate(weights=<rule>)`` loads them into the module's PEFT model; ``save_merged`` writes the
 merged full model in ``merged/``, which transformers' ``from_pretrained`` loads. Bad input is
-named before the first step."""
+named before the first step, and a model that is not PEFT never imports peft."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +181,41 @@ def test_a_trained_parameter_peft_would_not_save_is_refused(tmp_path: Path) -> N
     with pytest.raises(TrainerConfigError, match=r"transformer\.ln_f\.weight.*modules_to_save"):
         run.fit(CausalLM(model), padded_sequences())
     assert untouched(tmp_path / "run")
+
+
+PLAIN_RUN = """
+import sys
+import torch
+from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
+
+class Regression(AcceleratorModule):
+    def __init__(self):
+        self.model = torch.nn.Linear(2, 1)
+
+    def training_step(self, batch):
+        return torch.nn.functional.mse_loss(self.model(batch[0]), batch[1])
+
+    def validation_step(self, key, batch):
+        return {"loss": torch.nn.functional.mse_loss(self.model(batch[0]), batch[1])}
+
+data = torch.utils.data.TensorDataset(torch.randn(16, 2), torch.randn(16, 1))
+hps = HyperParameters(epochs=1, batch_size=8, optimizer="SGD", optimizer_kwargs={"lr": 0.1})
+trainer = Trainer(hps, sys.argv[1], log_with=None, progress_bar=False, cpu=True)
+module = Regression()
+trainer.fit(module, data, data)
+trainer.evaluate(module, data, weights="best_valid_loss")
+print(sorted(name for name in sys.modules if name.split(".")[0] == "peft"))
+"""
+
+
+def test_a_model_that_is_not_peft_never_imports_peft(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN_RUN, str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout
+    assert (tmp_path / "run" / RULE / "model.safetensors").is_file()

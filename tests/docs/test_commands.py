@@ -41,6 +41,9 @@ a free port (``PET_MASTER_PORT``) so that it cannot meet another test's job on i
   the text) and docs/guides/language-model.md's commands: a minute or two of CPU each, and
   ``pip install``; tests/docs/test_example_lm.py runs the script on one process in a terminal
   and tests/distributed/test_lm_guide.py on two through ``accmt launch``, on 16 help pages.
+- docs/guides/fine-tuning.md's commands: ``pip install``, and runs of the whole help pages;
+  tests/distributed/test_finetune_lora.py runs examples/finetune_lora.py on one process and
+  then two, on 8 help pages.
 """
 
 from __future__ import annotations

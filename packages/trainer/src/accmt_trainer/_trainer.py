@@ -121,6 +121,7 @@ class Trainer:
         disable_model_saving: bool = False,
         max_shard_size: int | str = "10GB",
         patience: int | Mapping[str, int] | None = None,
+        save_merged: bool = False,
         handle_signals: bool = True,
         sanity_check: bool = True,
         on_nonfinite_loss: NonFinitePolicy = "error",

@@ -1,8 +1,10 @@
 """Everything that writes, verifies, resumes or loads weights: checkpoints (what each
 process writes, the manifest and its verifier, durable commits, background writes, the
 schedule), a resume's moment on any number of processes, the folder lock, folders moved whole
-into place, safetensors state, best models' saving rules, and ``load_weights``."""
+into place, safetensors state, best models' saving rules, PEFT adapter folders, and
+``load_weights``."""
 
+from ._adapters import check_peft_model, is_peft_model, save_adapter
 from ._checkpoints import CheckpointOptions, Checkpoints, Start
 from ._folder_lock import FolderLock
 from ._folders import check_writable, recover_folder, replace_folder
@@ -34,7 +36,9 @@ __all__ = [
     "Start",
     "Unit",
     "check_checkpointable",
+    "check_peft_model",
     "check_writable",
+    "is_peft_model",
     "load_accelerate_state",
     "load_objects",
     "load_weights",
@@ -45,6 +49,7 @@ __all__ = [
     "resize_warning",
     "restore_lengths",
     "run_facts",
+    "save_adapter",
     "schedule_lengths",
     "tied_weights_unannounced",
     "untouched_unless",

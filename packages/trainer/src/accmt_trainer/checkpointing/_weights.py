@@ -1,9 +1,10 @@
 """Loading saved weights into a model: the inverse of what the Trainer writes.
 
 A best model's folder (``model_path/<rule>``, from ``register_model_saving``) holds Accelerate's
-``save_model`` output; a checkpoint keeps the same under ``accelerate/``, less the parameters
-frozen for its whole fit, which its ``frozen.json`` describes (``_frozen``): those the model
-must already hold, checked by digest. Only safetensors are read, so loading runs no code.
+``save_model`` output, or a PEFT model's adapters (``_adapters.py``); a checkpoint keeps the
+same under ``accelerate/``, less the parameters frozen for its whole fit, which its
+``frozen.json`` describes (``_frozen``): those the model must already hold, checked by digest.
+Only safetensors are read, so loading runs no code.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from safetensors.torch import load_file
 
 from .._errors import TrainerConfigError
 from ..runtime import own_model
+from ._adapters import is_adapter_folder, load_adapter
 from ._frozen import first_difference, read_frozen
 
 if TYPE_CHECKING:
@@ -38,9 +40,13 @@ def load_weights(target: AcceleratorModule | torch.nn.Module, path: str | os.Pat
     in its ``frozen.json`` with their digests, and the model's own must be those, checked
     before anything is loaded (a different base is refused, naming the parameter); the rest is
     loaded from the checkpoint. Works with or without a Trainer, on a model wrapped by
-    Accelerate or not. Returns the file that was read.
+    Accelerate or not. A PEFT adapter folder (a PEFT model's best model) loads into the adapters
+    of the same names of ``target``'s PEFT model. Returns the file that was read (an adapter
+    folder's first).
     """
     model = target if isinstance(target, torch.nn.Module) else target.model
+    if is_adapter_folder(Path(path)):
+        return load_adapter(own_model(model), Path(path), "load_weights")[0]
     source = weights_file(Path(path))
     own = own_model(model)
     frozen = read_frozen(source.parent.parent) if source.parent.name == "accelerate" else {}

@@ -2,7 +2,8 @@
 
 Each rule's best values live in ``state.model_savings``, and the evaluations each rule may
 still go without improving in ``state.patience_left``: both are checkpointed with the state.
-When a rule's patience runs out, the run ends through the ordinary stop request.
+When a rule's patience runs out, the run ends through the ordinary stop request. A PEFT
+model's best models are its adapter folders (``checkpointing/_adapters.py``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from accmt_state import write_json
 from .._errors import TrainerConfigError
 from ..checkpointing import (
     SavingRule,
+    is_peft_model,
     parse_rule,
     recover_folder,
     replace_folder,
+    save_adapter,
     tied_weights_unannounced,
 )
 from ..config import check_patience, check_shard_size
@@ -50,12 +53,15 @@ class BestModelOptions:
     """The largest safetensors file of a saved model: bytes, or a size such as ``"10GB"``."""
     patience: int | dict[str, int] | None = attrs.field(default=None, converter=check_patience)
     """Evaluations without improvement before the run stops: for every rule, or by rule."""
+    save_merged: bool = False
+    """A PEFT model's best models also hold the merged full model (``merge_and_unload`` on a
+    copy) in ``merged/``, which transformers' ``from_pretrained`` loads."""
 
 
 class BestModels:
     """Judges every rule after each evaluation (and the train-loss rules after each epoch),
     writes the model of each rule that improved, and counts each rule's patience; when one runs
-    out, it calls ``request_stop``."""
+    out, it calls ``request_stop``. A PEFT model's best models are PEFT adapter folders."""
 
     def __init__(
         self,
@@ -78,6 +84,10 @@ class BestModels:
         self.greater_is_better = greater_is_better
         self.nonfinite_guard = nonfinite_guard
         self.max_shard_size = options.max_shard_size
+        self.save_merged = options.save_merged
+        self.adapters = is_peft_model(own_model(model))
+        """Whether the model is a PEFT model (checked as the fit starts: ``check_peft_model``),
+        whose best models are its adapters."""
         self.patience = patience_per_rule(options.patience, rules)
         self.request_stop = request_stop
         # A fresh run starts with every patience whole; a resumed one keeps what it had left.
@@ -126,13 +136,16 @@ class BestModels:
             shutil.rmtree(staging, ignore_errors=True)
             staging.mkdir(parents=True)
         accelerator.wait_for_everyone()
-        with tied_weights_unannounced():
-            accelerator.save_model(
-                _saved(self.model, accelerator),
-                str(staging),
+        if self.adapters:
+            save_adapter(
+                self.model,
+                staging,
+                accelerator,
+                merged=self.save_merged,
                 max_shard_size=self.max_shard_size,
-                safe_serialization=True,
             )
+        else:
+            self._save_model(staging)
         # Every process must be done with the staging folder before it is renamed.
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
@@ -144,6 +157,16 @@ class BestModels:
             write_json(staging / _METRICS, metrics, durable=False)
             replace_folder(staging, folder)
         accelerator.wait_for_everyone()
+
+    def _save_model(self, staging: Path) -> None:
+        accelerator = self.accelerator
+        with tied_weights_unannounced():
+            accelerator.save_model(
+                _saved(self.model, accelerator),
+                str(staging),
+                max_shard_size=self.max_shard_size,
+                safe_serialization=True,
+            )
 
 
 def _staging(folder: Path) -> Path:

@@ -18,6 +18,7 @@ from ..checkpointing import (
     FolderLock,
     RunFacts,
     Start,
+    check_peft_model,
     check_writable,
     resize_warning,
     run_facts,
@@ -113,6 +114,9 @@ class Fit:
             with FolderLock(options.model_path, self.accelerator, lambda: self.started):
                 check_datasets(*datasets)
                 check_stream(datasets[0], options.loader_options, options.hps.max_steps)
+                check_peft_model(
+                    self.module.model, self.accelerator, options.best_model_options.save_merged
+                )
                 try:
                     return self._train(datasets, trainer)
                 finally:

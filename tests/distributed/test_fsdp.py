@@ -1,14 +1,18 @@
 """FSDP2 on two CPU processes, killed with SIGKILL and resumed, with sharded and with full state
-dicts: the uninterrupted run's final weights bit for bit.
+dicts: the uninterrupted run's final weights bit for bit. The sharded runs freeze the first
+layer: their checkpoints hold only the shards that train, and a resume with another base is
+refused by name.
 
 Accelerate runs DDP on the CPU whatever the plugin says; the worker's harness makes it take its
 FSDP path (see workers/fsdp_worker.py): real processes, a real gloo group, torch's
 ``fully_shard``, Accelerate's FSDP ``save_state`` and ``load_state``. On a machine with two GPUs
 the same test runs on them, where nothing needs forcing. The runs share three launches (most
-of a launch is importing torch): the uninterrupted run, the reference of both state dict types
-(they differ only in how checkpoints are written), then the sharded run until its kill; its
-resume, then the full run until its kill; the full run's resume, then a run that is not
-forced, which shows what a user gets on the CPU: DDP, and a warning that says so.
+of a launch is importing torch): the uninterrupted runs, the references (with nothing frozen
+for the full state dicts, with the first layer frozen for the sharded ones: the state dict type
+changes only how checkpoints are written), then the sharded run until its kill; its resume,
+then the full run until its kill; the full run's resume, a resume of the sharded run with
+another base, then a run that is not forced, which shows what a user gets on the CPU: DDP, and
+a warning that says so.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import pytest
 import torch
 
 from accmt_trainer import CheckpointError
+from accmt_trainer.checkpointing._dcp import read_metadata
 from accmt_trainer.checkpointing._manifest import inventory, verify
 from accmt_trainer.checkpointing._run_facts import MANIFEST
 
@@ -58,7 +63,13 @@ class Ran:
 
 
 def run(
-    root: Path, name: str, state_dict: str, kill: int | None = None, forced: bool = True
+    root: Path,
+    name: str,
+    state_dict: str,
+    kill: int | None = None,
+    forced: bool = True,
+    frozen: bool = False,
+    shift: float = 0.0,
 ) -> dict[str, Any]:
     """One run of a launch (see the worker's text)."""
     return {
@@ -66,6 +77,8 @@ def run(
         "state_dict": state_dict,
         "kill_at_step": kill,
         "forced": forced,
+        "frozen": frozen,
+        "shift": shift,
     }
 
 
@@ -74,10 +87,19 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     root = tmp_path_factory.mktemp("fsdp")
     # The sharded run dies after step 7 (its newest checkpoint: step 6, within epoch 2); the
     # full one after step 5 (its newest: step 4, an epoch's end).
+    # The sharded runs freeze the first layer (their reference too); the full ones do not.
     plan = [
-        [run(root, "uninterrupted", SHARDED), run(root, "sharded", SHARDED, kill=7)],
-        [run(root, "sharded", SHARDED), run(root, "full", FULL, kill=5)],
-        [run(root, "full", FULL), run(root, "unforced", SHARDED, forced=False)],
+        [
+            run(root, "uninterrupted", SHARDED),
+            run(root, "frozen", SHARDED, frozen=True),
+            run(root, "sharded", SHARDED, kill=7, frozen=True),
+        ],
+        [run(root, "sharded", SHARDED, frozen=True), run(root, "full", FULL, kill=5)],
+        [
+            run(root, "full", FULL),
+            run(root, "sharded", SHARDED, frozen=True, shift=0.5),  # another base: refused
+            run(root, "unforced", SHARDED, forced=False),
+        ],
     ]
     (root / "plan.json").write_text(json.dumps(plan))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "2"}
@@ -122,7 +144,7 @@ def test_a_killed_fsdp_run_resumes_to_the_uninterrupted_weights_bit_for_bit(
     killed_in = 0 if name == SHARDED else 1
     for launch in range(3):
         assert ran.ended[launch].returncode == (0 if launch == 2 else 1), ran.ended[launch].stderr
-    events = ran.events(folder)
+    events = [e for e in ran.events(folder) if e["launch"] <= killed_in + 1]
     assert [(e["launch"], e["event"]) for e in events] == [
         (killed_in, "start"),
         (killed_in, "fit_start"),
@@ -139,8 +161,9 @@ def test_a_killed_fsdp_run_resumes_to_the_uninterrupted_weights_bit_for_bit(
     accelerate = ran.checkpoint(folder) / "accelerate"
     for file in files:
         assert (accelerate / file).is_file(), sorted(accelerate.rglob("*"))
+    reference = "frozen" if name == SHARDED else "uninterrupted"
     for rank, (wanted, found) in enumerate(
-        zip(ran.weights("uninterrupted"), ran.weights(folder), strict=True)
+        zip(ran.weights(reference), ran.weights(folder), strict=True)
     ):
         assert found["state"]["global_step"] == STEPS
         assert wanted["weights"].keys() == found["weights"].keys()
@@ -148,11 +171,36 @@ def test_a_killed_fsdp_run_resumes_to_the_uninterrupted_weights_bit_for_bit(
             assert torch.equal(weight, found["weights"][key]), f"rank {rank}: {key} differs"
 
 
+def test_a_sharded_checkpoint_holds_only_the_shards_that_train(ran: Ran) -> None:
+    """The frozen layer is in no checkpoint of the sharded run: DCP's model folder holds the
+    trained layer's entries alone, frozen.json lists the frozen ones; the run with nothing
+    frozen writes every parameter and no frozen.json."""
+    checkpoints = sorted((ran.root / "sharded" / "run" / "checkpoints").glob("checkpoint_*"))
+    assert checkpoints
+    for checkpoint in checkpoints:
+        model = checkpoint / "accelerate" / "pytorch_model_fsdp_0" / ".metadata"
+        assert set(read_metadata(model).state_dict_metadata) == {"model.3.weight", "model.3.bias"}
+        frozen = json.loads((checkpoint / "frozen.json").read_text())["parameters"]
+        assert set(frozen) == {"0.weight", "0.bias"}
+        assert frozen["0.weight"]["shape"] == [32, 2]  # the full tensor's, not a shard's
+    whole = ran.checkpoint("uninterrupted")
+    assert not (whole / "frozen.json").exists()
+    held = read_metadata(whole / "accelerate" / "pytorch_model_fsdp_0" / ".metadata")
+    assert {"model.0.weight", "model.0.bias"} <= set(held.state_dict_metadata)
+
+
+def test_a_sharded_resume_with_another_base_is_refused_by_every_process(ran: Ran) -> None:
+    for rank in range(2):
+        refused = [e["error"] for e in ran.events("sharded", rank) if e["event"] == "refused"]
+        assert len(refused) == 1, rank
+        assert "the parameter '0.bias': its values differ" in refused[0]
+
+
 def test_evaluation_leaves_the_parameters_sharded(ran: Ran) -> None:
     """After the sanity check's forwards (at every fit's start), and once a checkpoint is
     loaded, every parameter is still a shard; the final weights, gathered from the shards,
     are the same on each process."""
-    for name in ("uninterrupted", "sharded", "full"):
+    for name in ("uninterrupted", "frozen", "sharded", "full"):
         for rank in range(2):
             starts = [e for e in ran.events(name, rank) if e["event"] in ("fit_start", "resume")]
             assert starts, (name, rank)

@@ -1,16 +1,18 @@
-"""Runs of a model with a frozen first layer, killed and resumed; used by
+"""Runs of a LoRA model (a frozen GPT-2 base), killed and resumed; used by
 tests/distributed/test_frozen_resume.py.
 
     frozen_worker.py PLAN.json LAUNCH
 
 PLAN.json lists the launches, each a list of runs, each ``{"out": OUT, "async": bool,
 "kill_at_step": N | null, "shift": float}``; this is launch LAUNCH, whose runs go one after the
-other in this job. A run trains the toy classifier (hidden layer of 32, dropout) with its first
-layer frozen, a weight average and a checkpoint every 3 optimizer steps (in the background with
-``async``) into OUT/run; it SIGKILLs its main process right after optimizer step
-``kill_at_step`` (the last run of its launch), or writes each process's final weights and
-averages to OUT/final_rank<R>.pt. ``shift`` moves the frozen layer's bias: another base, which
-a resume refuses; the run then notes the error. Each run appends to OUT/events_rank<R>.jsonl:
+other in this job. A run trains LoRA adapters (r=8 on ``c_attn``, through PEFT) of a GPT-2 of
+2 layers x 128 made from its config (nothing downloaded; its dropouts and LoRA's on) as a causal
+language model of fixed random token rows, with a weight average and a checkpoint every 3
+optimizer steps (in the background with ``async``) into OUT/run; it SIGKILLs its main process
+right after optimizer step ``kill_at_step`` (the last run of its launch), or writes each
+process's final weights and averages to OUT/final_rank<R>.pt. ``shift`` moves the frozen final
+layer norm's bias (SHIFTED): another base, which a resume refuses; the run then notes the
+error. Each run appends to OUT/events_rank<R>.jsonl:
 "start", "resume" (the step it resumed at), then "kill", "refused" (the error) or "end".
 """
 
@@ -21,21 +23,43 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import _toy as toy
+import peft
 import torch
-from _toy import clusters
+import transformers
 from resume_worker import Events
+from torch.utils.data import TensorDataset
 
 from accmt_callbacks import Callback
-from accmt_trainer import CheckpointError, HyperParameters, Trainer
+from accmt_trainer import AcceleratorModule, CheckpointError, HyperParameters, Trainer
+
+VOCAB, LENGTH = 512, 16
+SHIFTED = "base_model.model.transformer.ln_f.bias"
+"""The frozen parameter ``shift`` moves: not the first in the checkpoint's list, so a refusal
+that names it found the one that differs."""
 
 
-class FrozenBase(toy.Classifier):
+class LoRA(AcceleratorModule):
     def __init__(self, shift: float) -> None:
-        super().__init__(hidden=32, activation=torch.nn.ReLU, dropout=0.3)
-        self.model[0].requires_grad_(False)
+        config = transformers.GPT2Config(
+            vocab_size=VOCAB, n_positions=32, n_embd=128, n_layer=2, n_head=2, use_cache=False
+        )
+        torch.manual_seed(0)
+        lora = peft.LoraConfig(
+            r=8, target_modules=["c_attn"], task_type="CAUSAL_LM", fan_in_fan_out=True
+        )
+        self.model = peft.get_peft_model(transformers.GPT2LMHeadModel(config), lora)
         with torch.no_grad():
-            self.model[0].bias[0] += shift
+            self.model.get_parameter(SHIFTED)[0] += shift
+
+    def training_step(self, batch: Any) -> torch.Tensor:
+        ids = batch[0]
+        loss: torch.Tensor = self.model(input_ids=ids, labels=ids).loss
+        return loss
+
+
+def token_rows(n: int) -> TensorDataset:
+    generator = torch.Generator().manual_seed(1)
+    return TensorDataset(torch.randint(0, VOCAB, (n, LENGTH), generator=generator))
 
 
 class Watch(Callback):
@@ -77,8 +101,17 @@ def train(run: dict[str, Any], launch: int) -> None:
         checkpoint_async=run["async"],
         ema_decay=0.9,
     )
+    module = LoRA(run["shift"])
+    parameters = dict(module.model.named_parameters())
+    events.note(
+        "model",
+        trainable=sorted(name for name, p in parameters.items() if p.requires_grad),
+        frozen=sorted(name for name, p in parameters.items() if not p.requires_grad),
+        trainable_bytes=sum(p.nbytes for p in parameters.values() if p.requires_grad),
+        frozen_bytes=sum(p.nbytes for p in parameters.values() if not p.requires_grad),
+    )
     try:
-        state = trainer.fit(FrozenBase(run["shift"]), clusters(96, seed=1))
+        state = trainer.fit(module, token_rows(96))
     except CheckpointError as error:
         events.note("refused", error=str(error))
         return

@@ -3,13 +3,16 @@
     fsdp_worker.py PLAN.json LAUNCH
 
 PLAN.json lists the launches, each a list of runs, each ``{"out": OUT, "state_dict":
-"SHARDED_STATE_DICT" | "FULL_STATE_DICT", "kill_at_step": N | null, "forced": bool}``; this
+"SHARDED_STATE_DICT" | "FULL_STATE_DICT", "kill_at_step": N | null, "forced": bool,
+"frozen": bool, "shift": float}``; this
 is launch LAUNCH, whose runs go one after the other in this job. A run SIGKILLs its main
 process right after optimizer step ``kill_at_step`` (the last run of its launch), or writes
 each process's final weights, gathered whole, to OUT/final_rank<R>.pt. Each run appends to
 OUT/events_rank<R>.jsonl: "start", "fit_start" (whether the parameters are the shards FSDP2
 made, after the sanity check), "resume" (the same, once the checkpoint is loaded), then "kill"
-or "end" (with the warnings the fit gave).
+or "end" (with the warnings the fit gave). A ``frozen`` run freezes the classifier's first
+layer, whose bias ``shift`` moves: another base, which a resume refuses ("refused", with the
+error).
 
 The harness: Accelerate does not take its FSDP path on the CPU (it runs DDP there), so a
 ``forced`` run makes it take it (:func:`force_fsdp`): once Accelerate has made its state
@@ -38,7 +41,7 @@ from resume_worker import Classifier, Events
 from torch.distributed.tensor import DTensor
 
 from accmt_callbacks import Callback
-from accmt_trainer import HyperParameters, Trainer
+from accmt_trainer import CheckpointError, HyperParameters, Trainer
 
 FORCED = False
 # With a GPU a process Accelerate takes its FSDP path itself, and nothing is forced.
@@ -125,7 +128,16 @@ def train(run: dict[str, Any], launch: int) -> None:
         warnings.simplefilter("always")
         # resume_worker's classifier: 2 -> 32 -> 3 with dropout, sharded on dim 0 over two
         # processes (32 rows in halves, 3 as 2 + 1).
-        state = trainer.fit(Classifier(), clusters(64, seed=1), clusters(16, seed=2))
+        model = Classifier()
+        if run.get("frozen"):
+            model.model[0].requires_grad_(False)
+            with torch.no_grad():
+                model.model[0].bias[0] += run.get("shift", 0.0)
+        try:
+            state = trainer.fit(model, clusters(64, seed=1), clusters(16, seed=2))
+        except CheckpointError as error:
+            events.note("refused", error=str(error))
+            return
     said = [str(warning.message) for warning in caught]
     events.note("end", global_step=state.global_step, warnings=said)
 

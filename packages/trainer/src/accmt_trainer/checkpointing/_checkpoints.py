@@ -41,6 +41,7 @@ from typing import Any
 import attrs
 import torch
 from accelerate import Accelerator
+from accelerate.utils import DistributedType
 
 from accmt_callbacks import CallbackHandler
 from accmt_state import TrainingState, write_json
@@ -257,9 +258,11 @@ class Checkpoints:
         newest). Nothing is moved here: see :meth:`clear_way`; the rest is read back by the
         fit's ``Resume``."""
         options = self.options
-        sharded = self.accelerator.distributed_type in SHARDED
+        kind = self.accelerator.distributed_type
+        fsdp2 = kind == DistributedType.FSDP and bool(getattr(self.accelerator, "is_fsdp2", False))
+        sharded = kind in SHARDED and not fsdp2
         # Taken once, when the fit starts: the digests of the frozen weights it checks and
-        # records (a model split across processes is checkpointed whole: see _frozen).
+        # records (a model split by FSDP1 or DeepSpeed is checkpointed whole: see _frozen).
         self.frozen = frozen = FrozenWeights(model) if options.resumes and not sharded else None
         found = self._find(options.resume, facts) if options.resumes else None
         if found is None:

@@ -16,10 +16,16 @@ safetensors' own ``load_model``, allowing the listed names (and only them) to be
 Parameters are found by identity, so the names Accelerate's wrappers and torch.compile add to a
 state dict's keys do not matter. The background snapshot takes them out before its copy.
 
-Not under FSDP (nor DeepSpeed): Accelerate's sharded ``save_state`` gathers the state dict
-with options of its own (torch's ``ignore_frozen_params`` is not among them, its
-``adapter_only`` is not passed) before any hook runs, so a sharded model is checkpointed whole,
-as before (``Checkpoints.start`` makes no ``FrozenWeights`` for it).
+Under FSDP2, Accelerate's ``save_state`` and ``load_state`` take the model's state dict
+through torch's ``get_model_state_dict``/``set_model_state_dict`` with options of their own
+(torch's ``ignore_frozen_params`` is not among them, and there is no hook before the model is
+written), so the model itself is told instead, for the length of the call: a state-dict
+post-hook on it leaves the frozen parameters out of every state dict it makes (what is
+written, sharded or gathered whole, and what DCP is asked to read back), and a
+``load_state_dict`` post-hook allows exactly the listed ones missing. The frozen shards stay
+as the prepared model holds them, their full tensors checked by digest first. Not under FSDP1
+nor DeepSpeed, whose sharded paths are their own: such a model is checkpointed whole, as
+before (``Checkpoints.start`` makes no ``FrozenWeights`` for it).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import attrs
 import torch
 import xxhash
 from accelerate import Accelerator
-from accelerate.utils import SAFE_WEIGHTS_NAME
+from accelerate.utils import SAFE_WEIGHTS_NAME, DistributedType
 from safetensors.torch import load_model
 
 from accmt_state import read_json
@@ -128,6 +134,7 @@ class FrozenWeights:
     checkpoint): those are written."""
 
     def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
         self.parameters = dict(own_model(model).named_parameters())
         self.trained = {name for name, p in self.parameters.items() if p.requires_grad}
         self.digests = {
@@ -170,6 +177,10 @@ class FrozenWeights:
         missing. Otherwise Accelerate loads them as it always does."""
         if not self.saved:
             yield
+            return
+        if accelerator.distributed_type == DistributedType.FSDP:
+            with self._left_out_by_the_model(self.saved):
+                yield
             return
 
         def load(models: list[torch.nn.Module], input_dir: str) -> None:
@@ -217,6 +228,10 @@ class FrozenWeights:
         if not self.frozen:
             yield
             return
+        if accelerator.distributed_type == DistributedType.FSDP:
+            with self._left_out_by_the_model(self.frozen):
+                yield
+            return
 
         def drop(models: Sequence[torch.nn.Module], weights: list[Any], output_dir: str) -> None:
             for model, state in zip(models, weights, strict=False):
@@ -234,3 +249,33 @@ class FrozenWeights:
         return {
             key for key, value in module.state_dict(keep_vars=True).items() if id(value) in wanted
         }
+
+    @contextlib.contextmanager
+    def _left_out_by_the_model(self, names: Mapping[str, Any]) -> Iterator[None]:
+        """Under FSDP2: the parameters ``names`` are left out of the model's state dicts and
+        allowed missing when one is loaded into it (torch's module hooks), for the length of
+        the block."""
+        model = self.model
+        # Found again by identity: FSDP2 may have registered new parameter objects since.
+        current = {id(p) for n, p in own_model(model).named_parameters() if n in names}
+        keys = {k for k, v in model.state_dict(keep_vars=True).items() if id(v) in current}
+
+        def leave_out(
+            module: torch.nn.Module, state: dict[str, Any], prefix: str, local: Any
+        ) -> None:
+            for key in keys:
+                state.pop(prefix + key, None)
+
+        def allow_missing(module: torch.nn.Module, incompatible: Any) -> None:
+            missing: list[str] = incompatible.missing_keys
+            missing[:] = [key for key in missing if key not in keys]
+
+        handles = [
+            model.register_state_dict_post_hook(leave_out),  # type: ignore[no-untyped-call]
+            model.register_load_state_dict_post_hook(allow_missing),  # type: ignore[no-untyped-call]
+        ]
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()

@@ -84,11 +84,16 @@ class Resume:
                 self.callbacks.call("on_fit_start")
         # 3. The epoch's stage; a loader read again from the epoch's start draws from the
         #    RNGs as the interrupted run's did before its checkpoint: so before they are back.
-        loader, rest = None, None
+        loader, rest, within = None, None, False
         if left:
             state.train_dataloader_idx = run.plan.stage(state.epoch)
-            loader = run.plan.epoch(state.epoch)[0]
-        within = loader is not None and state.batches_seen_in_epoch > 0
+            loader, total = run.plan.epoch(state.epoch)
+            seen = state.batches_seen_in_epoch
+            # An epoch read to its end but not closed has nothing left to read (an empty
+            # skipping loader would give one None batch in Accelerate 1.2).
+            if total is not None and seen >= total:
+                rest = iter(())
+            within = seen > 0 and rest is None
         if within and not reads_from_state(loader):
             rest = self._read_again(loader)
         # 4. Weights, optimizer, scheduler (its length this run's), gradient scaler, RNGs and a

@@ -222,6 +222,19 @@ def test_best_fit_decreasing_places_a_hand_example() -> None:
     assert batch["labels"][0, 15].item() == -100
 
 
+def test_best_fit_is_not_first_fit() -> None:
+    # 12 opens row 0 (room 8), 10 opens row 1 (room 10), 9 fits only row 1 (room 1); 1 then
+    # goes to row 1, which it fills, where first fit would put it in row 0.
+    batch = DataCollatorWithFlattening(max_length=20)(documents((1, 10, 12, 9)))
+    assert batch["document_spans"].tolist() == [
+        [10, 1, 0, 1],
+        [11, 1, 1, 10],
+        [12, 0, 0, 12],
+        [13, 1, 11, 9],
+    ]
+    assert batch["labels"][0, 12:].tolist() == [-100] * 8
+
+
 @given(
     lengths=st.lists(st.integers(1, 40), min_size=1, max_size=12),
     width=st.integers(1, 32),
@@ -260,6 +273,24 @@ def test_without_index_no_document_spans() -> None:
     assert "document_spans" not in batch
     assert batch["input_ids"].tolist() == [[1, 2, 3, 4, 5]]
     assert batch["labels"].tolist() == [[-100, 2, 3, -100, 5]]
+
+
+def test_labels_and_tensors_are_cut_with_their_tokens() -> None:
+    samples = [
+        {
+            "input_ids": torch.tensor([5, 6, 7, 8, 9, 10]),
+            "labels": torch.tensor([1, 2, 3, 4, 5, 6]),
+        },
+        {"input_ids": torch.tensor([11, 12]), "labels": torch.tensor([7, 8])},
+    ]
+    with pytest.warns(
+        UserWarning, match=r"1 sequence\(s\) .* 2 token\(s\) dropped \(samples\[0\] lost 2\)"
+    ):
+        batch = DataCollatorWithFlattening(max_length=4, use_cache=None)(samples)
+    assert batch["input_ids"].tolist() == [[5, 6, 7, 8], [11, 12, 0, 0]]
+    assert batch["labels"].tolist() == [[-100, 2, 3, 4], [-100, 8, -100, -100]]
+    assert batch["position_ids"].tolist() == [[0, 1, 2, 3], [0, 1, 0, 1]]
+    assert sorted(batch) == ["input_ids", "labels", "position_ids"]
 
 
 # Errors named

@@ -231,8 +231,8 @@ def token_rows(n: int) -> torch.utils.data.TensorDataset:
     return torch.utils.data.TensorDataset(torch.randint(0, 512, (n, 16), generator=generator))
 
 
+@pytest.mark.peft  # the minimums run, which has no peft, leaves it out
 def test_a_lora_checkpoint_holds_the_adapters_and_resumes_exactly(tmp_path: Path) -> None:
-    pytest.importorskip("peft")
     module = LoRA()
     parameters = dict(module.model.named_parameters())
     trainable = {name for name, p in parameters.items() if p.requires_grad}

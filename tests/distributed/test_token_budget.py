@@ -58,7 +58,8 @@ def test_every_sample_once_per_epoch_as_many_batches_per_process_within_budget(
         shares = [[r for r in rank if r["epoch"] == epoch] for rank in per_rank]
         assert [len(share) for share in shares] == [planned // 2] * 2
         read = Counter(index for share in shares for r in share for index in r["indices"])
-        assert sorted(read) == list(range(SAMPLES)) and set(read.values()) == {1}
+        assert sorted(read) == list(range(SAMPLES))
+        assert set(read.values()) == {1}
     assert max(r["tokens"] for rank in per_rank for r in rank) <= MAX_TOKENS
     first, second = ([r["indices"] for r in per_rank[0] if r["epoch"] == e] for e in (0, 1))
     assert first != second, "the epochs were not shuffled"

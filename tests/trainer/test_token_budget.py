@@ -48,12 +48,12 @@ def test_every_process_gets_as_many_batches_within_budget_each_sample_once(
     max_tokens = max(lengths) + extra
     sampler = TokenBudgetBatchSampler(lengths, max_tokens, packed=packed, seed=epoch)
     formed = len(sampler)
-    try:
-        sampler.set_num_processes(processes)
-    except TrainerConfigError as error:
-        # Only where every batch would have to hold one sample and still be too few.
-        assert -(-formed // processes) * processes > len(lengths), error
+    if -(-formed // processes) * processes > len(lengths):
+        # Every batch would have to hold one sample and still be too few.
+        with pytest.raises(TrainerConfigError, match="cannot be split into a multiple"):
+            sampler.set_num_processes(processes)
         return
+    sampler.set_num_processes(processes)
     assert len(sampler) % processes == 0
     assert formed <= len(sampler) < formed + processes
     sampler.set_epoch(epoch)
@@ -137,11 +137,14 @@ def test_a_resumed_epoch_reads_the_rest_of_the_same_plan() -> None:
     lengths = lengths_of(60)
     accelerator = Accelerator(cpu=True)
     sampler = TokenBudgetBatchSampler(lengths, 48, seed=3)
-    loader = accelerator.prepare(DataLoader(Sequences(lengths), batch_sampler=sampler, collate_fn=pad))
+    loader = accelerator.prepare(
+        DataLoader(Sequences(lengths), batch_sampler=sampler, collate_fn=pad)
+    )
     plan_budget(loader)
     whole = [b["index"].tolist() for b in epoch_batches(accelerator, loader, 2, 0)]
     rest = [b["index"].tolist() for b in epoch_batches(accelerator, loader, 2, 5)]
-    assert len(whole) == len(loader) and rest == whole[5:]
+    assert len(whole) == len(loader)
+    assert rest == whole[5:]
     assert [b["index"].tolist() for b in epoch_batches(accelerator, loader, 1, 0)] != whole
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import numbers
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 from torch.utils.data import Sampler
@@ -72,19 +72,21 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         shuffle: bool = True,
         seed: int = 0,
     ) -> None:
-        self.lengths = _checked_lengths(lengths)
-        self.max_tokens = _checked_max_tokens(max_tokens, self.lengths)
-        for name, flag in (("packed", packed), ("shuffle", shuffle)):
-            if not isinstance(flag, bool):
-                raise TrainerConfigError(f"{_NAME}({name}={flag!r}): must be True or False")
-        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):
+        self.lengths: list[int] = _checked_lengths(lengths)
+        self.max_tokens: int = _checked_max_tokens(max_tokens, self.lengths)
+        self.packed: bool = _checked_flag("packed", packed)
+        self.shuffle: bool = _checked_flag("shuffle", shuffle)
+        if not _is_int(seed):
             raise TrainerConfigError(f"{_NAME}(seed={seed!r}): must be an int")
-        self.packed, self.shuffle, self.seed = packed, shuffle, int(seed)
-        self.epoch = 0
-        self.num_processes = 1
-        self._sorted = torch.sort(torch.tensor(self.lengths), stable=True)
-        self._formed = _greedy(self._sorted.values.tolist(), self.max_tokens, packed=packed)
-        self._spans = self._formed
+        self.seed: int = int(seed)
+        self.epoch: int = 0
+        self.num_processes: int = 1
+        ascending = torch.sort(torch.tensor(self.lengths), stable=True)
+        self._ascending: torch.Tensor = ascending.indices
+        self._formed: list[tuple[int, int]] = _greedy(
+            ascending.values.tolist(), self.max_tokens, packed=self.packed
+        )
+        self._spans: list[tuple[int, int]] = self._formed
 
     def __repr__(self) -> str:
         return (
@@ -102,7 +104,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
 
     def set_num_processes(self, num_processes: int) -> None:
         """Plan for ``num_processes`` processes: a multiple of it batches, by splitting."""
-        if not isinstance(num_processes, int) or num_processes < 1:
+        if not _is_int(num_processes) or num_processes < 1:
             raise TrainerConfigError(
                 f"{_NAME}.set_num_processes({num_processes!r}): must be an int >= 1"
             )
@@ -115,7 +117,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         return sum(lengths) if self.packed else max(lengths) * len(lengths)
 
     def __iter__(self) -> Iterator[list[int]]:
-        order = self._sorted.indices
+        order = self._ascending
         batch_order = torch.arange(len(self._spans))
         if self.shuffle:
             generator = torch.Generator().manual_seed(_mixed(self.seed, self.epoch))
@@ -136,6 +138,17 @@ def _mixed(seed: int, epoch: int) -> int:
     return int.from_bytes(digest, "little") & (2**63 - 1)
 
 
+def _is_int(value: object) -> TypeGuard[int]:
+    """An int, numpy's included, and not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _checked_flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TrainerConfigError(f"{_NAME}({name}={value!r}): must be True or False")
+    return value
+
+
 def _checked_lengths(lengths: Any) -> list[int]:
     if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__len__"):
         raise TrainerConfigError(
@@ -146,7 +159,7 @@ def _checked_lengths(lengths: Any) -> list[int]:
     if not values:
         raise TrainerConfigError(f"{_NAME}(lengths=[]): no samples")
     for index, value in enumerate(values):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+        if not _is_int(value) or value < 1:
             raise TrainerConfigError(
                 f"{_NAME}(lengths=...): lengths[{index}] is {value!r}; each length is the "
                 "number of tokens of its sample, an int >= 1"
@@ -154,8 +167,8 @@ def _checked_lengths(lengths: Any) -> list[int]:
     return [int(value) for value in values]
 
 
-def _checked_max_tokens(max_tokens: Any, lengths: list[int]) -> int:
-    if not isinstance(max_tokens, numbers.Integral) or isinstance(max_tokens, bool):
+def _checked_max_tokens(max_tokens: object, lengths: list[int]) -> int:
+    if not _is_int(max_tokens):
         raise TrainerConfigError(f"{_NAME}(max_tokens={max_tokens!r}): must be an int")
     longest = max(range(len(lengths)), key=lengths.__getitem__)
     if lengths[longest] > max_tokens:

@@ -7,9 +7,14 @@ transformers: a tokenizer is anything with the attributes a collator reads (see
 goes through torch's ``default_collate``. Padding and masking are tensor operations over the
 whole batch. The masking collators' randomness is a function of (seed, epoch, sample), so a
 resumed, re-sharded or multi-worker run masks exactly the tokens the uninterrupted run did.
+
+:class:`DataCollatorWithFlattening` joins a batch's sequences into one row (or rows of
+``max_length``, best-fit decreasing) with ``position_ids`` restarting per document and
+``use_cache=False`` in the batch, so that a transformers model keeps the documents apart.
 """
 
 from ._errors import CollatorError
+from ._flattening import DataCollatorWithFlattening
 from ._language_modeling import DataCollatorForLanguageModeling, DataCollatorForWholeWordMask
 from ._permutation import DataCollatorForPermutationLanguageModeling
 from ._seq2seq import DataCollatorForSeq2Seq
@@ -24,6 +29,7 @@ __all__ = [
     "DataCollatorForSeq2Seq",
     "DataCollatorForTokenClassification",
     "DataCollatorForWholeWordMask",
+    "DataCollatorWithFlattening",
     "DataCollatorWithPadding",
     "MaskingTokenizer",
     "PaddingTokenizer",

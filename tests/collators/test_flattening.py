@@ -18,7 +18,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accmt_collators import CollatorError, DataCollatorWithFlattening
+from accmt_collators import DOCUMENT_SPANS, CollatorError, DataCollatorWithFlattening, pack_stream
 
 LENGTHS = (7, 3, 12, 5, 9, 16, 2)
 VOCAB = 64
@@ -44,18 +44,17 @@ def unpacked(batch: dict[str, Any]) -> dict[int, list[int]]:
 # Against transformers' collator
 
 
-OPTIONS = [
-    {},
-    {"return_flash_attn_kwargs": True, "return_seq_idx": True},
-    {"return_position_ids": False, "separator_id": -1},
-    {"position_ids_start": 2, "return_seq_idx": True},
+# Each option set once, each kind of sample and each return_tensors at least once.
+CASES = [
+    ({}, "list", "pt"),
+    ({"return_flash_attn_kwargs": True, "return_seq_idx": True}, "tensor", "np"),
+    ({"return_position_ids": False, "separator_id": -1}, "labels", "pt"),
+    ({"position_ids_start": 2, "return_seq_idx": True}, "labels", "np"),
 ]
 
 
 @pytest.mark.transformers
-@pytest.mark.parametrize("options", OPTIONS)
-@pytest.mark.parametrize("kind", ["list", "tensor", "labels"])
-@pytest.mark.parametrize("return_tensors", ["pt", "np"])
+@pytest.mark.parametrize(("options", "kind", "return_tensors"), CASES)
 def test_equals_transformers(options: dict[str, Any], kind: str, return_tensors: str) -> None:
     transformers = pytest.importorskip("transformers")
     samples: list[dict[str, Any]] = []
@@ -148,46 +147,55 @@ def set_mode(model: Any, mode: str) -> Any:
     return model.train() if mode == "train" else model.eval()
 
 
-@pytest.mark.transformers
-@pytest.mark.parametrize("max_length", [None, 16])
-@pytest.mark.parametrize("mode", ["train", "eval"])
-@pytest.mark.parametrize("attention", ["sdpa", "eager"])
-@pytest.mark.parametrize("architecture", ["gpt2", "llama"])
-def test_each_document_equals_it_alone(
-    architecture: str, attention: str, mode: str, max_length: int | None
-) -> None:
-    model = set_mode(tiny_model(architecture, attention), mode)
-    samples = documents()
-    batch = DataCollatorWithFlattening(max_length=max_length)(samples)
-    assert batch["use_cache"] is False
-    rows = 1 if max_length is None else 4
-    assert batch["input_ids"].shape == (rows, max_length or sum(LENGTHS))
-    packed = document_losses(model, batch)
-    assert sorted(packed) == [sample["index"] for sample in samples]
-    for sample in samples:
-        alone = alone_loss(model, sample["input_ids"])
-        assert alone > 0
-        torch.testing.assert_close(packed[sample["index"]], alone, rtol=1e-5, atol=0)
+def batches(samples: list[dict[str, Any]], **options: Any) -> dict[str, dict[str, Any]]:
+    """The collator's batches of ``samples``: one row, rows of 16, and the rows of 16 that
+    ``pack_stream`` packs, laid out as given."""
+    rows = list(pack_stream(samples, 16, window=4))
+    return {
+        "one row": DataCollatorWithFlattening(**options)(samples),
+        "max_length=16": DataCollatorWithFlattening(max_length=16, **options)(samples),
+        "pack_stream": DataCollatorWithFlattening(max_length=16, **options)(rows),
+    }
 
 
 @pytest.mark.transformers
-@pytest.mark.parametrize("max_length", [None, 16])
-@pytest.mark.parametrize("mode", ["train", "eval"])
-@pytest.mark.parametrize("architecture", ["gpt2", "llama"])
-def test_without_use_cache_false_documents_see_each_other(
-    architecture: str, mode: str, max_length: int | None
-) -> None:
-    model = set_mode(tiny_model(architecture, "sdpa"), mode)
+@pytest.mark.parametrize(
+    ("architecture", "attention"),
+    [("gpt2", "sdpa"), ("gpt2", "eager"), ("llama", "sdpa"), ("llama", "eager")],
+)
+def test_each_document_equals_it_alone(architecture: str, attention: str) -> None:
+    # One model per family and attention; train and eval mode, each layout of the batch.
     samples = documents()
-    batch = DataCollatorWithFlattening(max_length=max_length, use_cache=None)(samples)
-    assert "use_cache" not in batch
-    packed = document_losses(model, batch)
-    gaps = []
-    for sample in samples:
-        alone = alone_loss(model, sample["input_ids"])
-        gaps.append(float((packed[sample["index"]] - alone).abs() / alone))
-    # A row's first document has nothing before it; every later one attends across.
-    assert max(gaps) > 1e-3, gaps
+    laid_out = batches(samples)
+    assert laid_out["one row"]["input_ids"].shape == (1, sum(LENGTHS))
+    assert laid_out["max_length=16"]["input_ids"].shape == (4, 16)
+    for mode in ("train", "eval"):
+        model = set_mode(tiny_model(architecture, attention), mode)
+        alone = {sample["index"]: alone_loss(model, sample["input_ids"]) for sample in samples}
+        assert min(alone.values()) > 0
+        for layout, batch in laid_out.items():
+            assert batch["use_cache"] is False
+            packed = document_losses(model, batch)
+            assert sorted(packed) == sorted(alone), layout
+            for index, loss in alone.items():
+                torch.testing.assert_close(
+                    packed[index], loss, rtol=1e-5, atol=0, msg=f"{mode}, {layout}, {index}"
+                )
+
+
+@pytest.mark.transformers
+@pytest.mark.parametrize("architecture", ["gpt2", "llama"])
+def test_without_use_cache_false_documents_see_each_other(architecture: str) -> None:
+    samples = documents()
+    for mode in ("train", "eval"):
+        model = set_mode(tiny_model(architecture, "sdpa"), mode)
+        alone = {sample["index"]: alone_loss(model, sample["input_ids"]) for sample in samples}
+        for layout, batch in batches(samples, use_cache=None).items():
+            assert "use_cache" not in batch
+            packed = document_losses(model, batch)
+            gaps = [float((packed[i] - loss).abs() / loss) for i, loss in alone.items()]
+            # A row's first document has nothing before it; every later one attends across.
+            assert max(gaps) > 1e-3, (mode, layout, gaps)
 
 
 # Rows of max_length
@@ -293,6 +301,38 @@ def test_labels_and_tensors_are_cut_with_their_tokens() -> None:
     assert sorted(batch) == ["input_ids", "labels", "position_ids"]
 
 
+# Packed rows given as samples
+
+
+def test_given_rows_are_laid_out_as_they_are() -> None:
+    rows = [
+        [{"input_ids": [5, 6], "index": 3}, {"input_ids": [7, 8, 9], "index": 1}],
+        [{"input_ids": [4], "index": 2}],
+    ]
+    batch = DataCollatorWithFlattening()(rows)  # no max_length: padded to the fullest row
+    assert batch["input_ids"].tolist() == [[5, 6, 7, 8, 9], [4, 0, 0, 0, 0]]
+    assert batch["position_ids"].tolist() == [[0, 1, 0, 1, 2], [0, 0, 1, 2, 3]]
+    assert batch["labels"].tolist() == [[-100, 6, -100, 8, 9], [-100, -100, -100, -100, -100]]
+    assert batch[DOCUMENT_SPANS].tolist() == [[3, 0, 0, 2], [1, 0, 2, 3], [2, 1, 0, 1]]
+    assert batch["use_cache"] is False
+    wide = DataCollatorWithFlattening(max_length=8, return_flash_attn_kwargs=True)(rows)
+    assert wide["input_ids"].shape == (2, 8)
+    assert wide["cu_seq_lens_q"].tolist() == [0, 2, 5, 8, 9, 16]
+    with pytest.raises(
+        CollatorError, match=r"samples\[0\] is a packed row of 5 tokens, more than max_length=4"
+    ):
+        DataCollatorWithFlattening(max_length=4)(rows)
+
+
+def test_flattens_sequences_is_a_read_only_marker() -> None:
+    collator = DataCollatorWithFlattening()
+    assert DataCollatorWithFlattening.flattens_sequences is True
+    assert getattr(collator, "flattens_sequences", False) is True
+    with pytest.raises(AttributeError, match="flattens_sequences is read-only"):
+        collator.flattens_sequences = False  # type: ignore[misc]
+    assert DOCUMENT_SPANS == "document_spans"
+
+
 # Errors named
 
 
@@ -305,7 +345,17 @@ def test_labels_and_tensors_are_cut_with_their_tokens() -> None:
             [{"input_ids": torch.tensor([], dtype=torch.long)}],
             r"samples\[0\]\['input_ids'\] is empty",
         ),
-        ([[1, 2, 3]], r"samples\[0\] is a list, not a mapping"),
+        ([[1, 2, 3]], r"samples\[0\]\[0\] is a int, not a mapping"),
+        ([7], r"samples\[0\] is a int, not a mapping"),
+        (
+            [[{"input_ids": [1]}], {"input_ids": [1]}],
+            r"samples\[0\] is a packed row .* samples\[1\] is one document",
+        ),
+        ([[{"input_ids": [1]}], []], r"samples\[1\] is an empty packed row"),
+        (
+            [[{"input_ids": [1]}, {"input_ids": [2], "index": 1}]],
+            r"samples\[0\]\[0\] has no 'index'",
+        ),
         ([{"input_ids": [1.5, 2.0]}], r"samples\[0\]\['input_ids'\] must be a list of ints"),
         ([{"input_ids": [[1, 2]]}], r"samples\[0\]\['input_ids'\] must be a list of ints"),
         ([{"input_ids": [1, 2], "labels": [1]}], r"samples\[0\]\['labels'\] has 1 values for 2"),

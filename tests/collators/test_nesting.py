@@ -120,7 +120,7 @@ def test_every_collator_has_a_kind() -> None:
 
 def test_the_flattening_collator_refuses_a_nest_naming_it() -> None:
     collate = accmt_collators.DataCollatorWithFlattening()
-    with pytest.raises(CollatorError, match=r"samples\[0\] is a tuple"):
+    with pytest.raises(CollatorError, match=r"samples\[0\]\[1\] is a int, not a mapping"):
         collate([(SOURCE[0], 0), (SOURCE[1], 1)])
 
 

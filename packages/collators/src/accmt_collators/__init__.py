@@ -10,12 +10,15 @@ resumed, re-sharded or multi-worker run masks exactly the tokens the uninterrupt
 
 :class:`DataCollatorWithFlattening` joins a batch's sequences into one row (or rows of
 ``max_length``, best-fit decreasing) with ``position_ids`` restarting per document and
-``use_cache=False`` in the batch, so that a transformers model keeps the documents apart.
+``use_cache=False`` in the batch, so that a transformers model keeps the documents apart;
+:func:`pack_stream` packs a stream of documents best-fit into rows of ``max_length`` that the
+collator lays out as they are, and keeps its place across a resume.
 """
 
 from ._errors import CollatorError
-from ._flattening import DataCollatorWithFlattening
+from ._flattening import DOCUMENT_SPANS, DataCollatorWithFlattening
 from ._language_modeling import DataCollatorForLanguageModeling, DataCollatorForWholeWordMask
+from ._pack_stream import pack_stream
 from ._permutation import DataCollatorForPermutationLanguageModeling
 from ._seq2seq import DataCollatorForSeq2Seq
 from ._token_classification import DataCollatorForTokenClassification
@@ -23,6 +26,7 @@ from ._tokenizer import MaskingTokenizer, PaddingTokenizer
 from ._with_padding import DataCollatorWithPadding
 
 __all__ = [
+    "DOCUMENT_SPANS",
     "CollatorError",
     "DataCollatorForLanguageModeling",
     "DataCollatorForPermutationLanguageModeling",
@@ -33,4 +37,5 @@ __all__ = [
     "DataCollatorWithPadding",
     "MaskingTokenizer",
     "PaddingTokenizer",
+    "pack_stream",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import torch
 
@@ -13,6 +13,9 @@ from ._output import as_numpy, checked_return_tensors
 
 IGNORE_INDEX = -100
 DOCUMENT_SPANS = "document_spans"
+"""The key of a flattened batch's ``(index, row, start, length)`` per document (int64, shape
+``(documents, 4)``), there when the samples carry their dataset ``index``: pop it before
+``model(**batch)``, which takes no such keyword."""
 
 
 class DataCollatorWithFlattening:
@@ -52,7 +55,19 @@ class DataCollatorWithFlattening:
     shape ``(documents, 4)``: per sample, in the batch's order, ``(index, row, start,
     length)`` (its tokens are ``input_ids[row, start:start + length]``, after any cut). A
     model takes no such keyword: pop it before ``model(**batch)``.
+
+    A sample may also be a packed row: a list (or tuple) of such documents, as
+    :func:`pack_stream` yields. A batch of packed rows is laid out a row per sample, as given
+    (no packing again): padded to ``max_length`` when it is set (a row holding more is
+    refused), else to the batch's fullest row. A batch holds documents or rows, not both.
+
+    ``flattens_sequences`` (a read-only class attribute, always True) says to a reader that
+    cannot import this package, by duck typing (accmt's Trainer reads
+    ``getattr(collate_fn, "flattens_sequences", False)``), that its batches are flattened:
+    for example, to refuse ``TokenBudgetBatchSampler(packed=True)`` with a padding collator.
     """
+
+    flattens_sequences: Final = True
 
     def __init__(
         self,
@@ -125,29 +140,52 @@ class DataCollatorWithFlattening:
         )
         return f"{type(self).__name__}({options})"
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "flattens_sequences":
+            raise AttributeError(
+                f"{type(self).__name__}.flattens_sequences is read-only: it says that this "
+                "collator's batches are flattened, which they always are"
+            )
+        super().__setattr__(name, value)
+
     def _collate(self, samples: Sequence[Any]) -> dict[str, Any]:
         owner = type(self).__name__
         if len(samples) == 0:
             raise CollatorError(f"{owner}: the batch has no samples")
-        documents = [_read(owner, position, sample) for position, sample in enumerate(samples)]
-        with_labels = {labels is not None for _, labels, _ in documents}
-        if len(with_labels) > 1:
-            first = next(i for i, (_, labels, _) in enumerate(documents) if labels is None)
-            other = next(i for i, (_, labels, _) in enumerate(documents) if labels is not None)
+        given_rows = [isinstance(sample, (list, tuple)) for sample in samples]
+        if all(given_rows):
+            names, documents, rows = self._read_rows(owner, samples)
+        elif any(given_rows):
+            row, document = given_rows.index(True), given_rows.index(False)
             raise CollatorError(
-                f"{owner}: samples[{other}] has 'labels' and samples[{first}] has none: give "
-                "labels to every sample of a batch or to none"
+                f"{owner}: samples[{row}] is a packed row (a list of documents) and "
+                f"samples[{document}] is one document: give a batch of one kind"
             )
-        indexed = {index is not None for _, _, index in documents}
-        if len(indexed) > 1:
-            first = next(i for i, (_, _, index) in enumerate(documents) if index is None)
+        else:
+            names = [f"samples[{position}]" for position in range(len(samples))]
+            documents = [
+                read_document(owner, where, sample)
+                for where, sample in zip(names, samples, strict=True)
+            ]
+            rows = []
+        with_labels = [labels is not None for _, labels, _ in documents]
+        if len(set(with_labels)) > 1:
             raise CollatorError(
-                f"{owner}: samples[{first}] has no 'index' and other samples have one: give "
-                "every sample of a batch its dataset index or none"
+                f"{owner}: {names[with_labels.index(True)]} has 'labels' and "
+                f"{names[with_labels.index(False)]} has none: give labels to every sample of "
+                "a batch or to none"
+            )
+        indexed = [index is not None for _, _, index in documents]
+        if len(set(indexed)) > 1:
+            raise CollatorError(
+                f"{owner}: {names[indexed.index(False)]} has no 'index' and other samples have "
+                "one: give every sample of a batch its dataset index or none"
             )
         tokens = [ids for ids, _, _ in documents]
         labels = [ids if given is None else given for ids, given, _ in documents]
-        if self.max_length is None:
+        if rows:
+            width = self.max_length or max(sum(len(tokens[d]) for d in row) for row in rows)
+        elif self.max_length is None:
             rows = [list(range(len(tokens)))]
             width = sum(len(ids) for ids in tokens)
         else:
@@ -155,6 +193,34 @@ class DataCollatorWithFlattening:
             tokens, labels = self._cut(owner, tokens, labels)
             rows = best_fit_decreasing([len(ids) for ids in tokens], width)
         return self._lay_out(rows, width, tokens, labels, [index for _, _, index in documents])
+
+    def _read_rows(
+        self, owner: str, samples: Sequence[Any]
+    ) -> tuple[
+        list[str],
+        list[tuple[torch.Tensor, torch.Tensor | None, int | None]],
+        list[list[int]],
+    ]:
+        """Packed rows given as samples (lists of documents, as ``pack_stream`` yields): each
+        row's documents, in order, and the rows as they are, each checked to fit."""
+        names: list[str] = []
+        documents = []
+        rows = []
+        for position, row in enumerate(samples):
+            if len(row) == 0:
+                raise CollatorError(f"{owner}: samples[{position}] is an empty packed row")
+            rows.append(list(range(len(names), len(names) + len(row))))
+            for place, sample in enumerate(row):
+                names.append(f"samples[{position}][{place}]")
+                documents.append(read_document(owner, names[-1], sample))
+            held = sum(len(documents[d][0]) for d in rows[-1])
+            if self.max_length is not None and held > self.max_length:
+                raise CollatorError(
+                    f"{owner}: samples[{position}] is a packed row of {held} tokens, more than "
+                    f"max_length={self.max_length}: a given row is laid out as it is, not cut "
+                    "(pack_stream packs rows that fit)"
+                )
+        return names, documents, rows
 
     def _cut(
         self, owner: str, tokens: list[torch.Tensor], labels: list[torch.Tensor]
@@ -227,26 +293,25 @@ class DataCollatorWithFlattening:
         return batch
 
 
-def _read(
-    owner: str, position: int, sample: Any
+def read_document(
+    owner: str, where: str, sample: Any
 ) -> tuple[torch.Tensor, torch.Tensor | None, int | None]:
     """A sample's ``input_ids``, ``labels`` (or None) and ``index`` (or None), checked."""
     if not isinstance(sample, Mapping):
         raise CollatorError(
-            f"{owner}: samples[{position}] is a {type(sample).__name__}, not a mapping with "
-            "'input_ids'"
+            f"{owner}: {where} is a {type(sample).__name__}, not a mapping with 'input_ids'"
         )
     if "input_ids" not in sample:
-        raise CollatorError(f"{owner}: samples[{position}] has no 'input_ids'")
-    ids = _sequence(owner, position, "input_ids", sample["input_ids"])
+        raise CollatorError(f"{owner}: {where} has no 'input_ids'")
+    ids = _sequence(owner, where, "input_ids", sample["input_ids"])
     if len(ids) == 0:
-        raise CollatorError(f"{owner}: samples[{position}]['input_ids'] is empty")
+        raise CollatorError(f"{owner}: {where}['input_ids'] is empty")
     labels = None
     if sample.get("labels") is not None:
-        labels = _sequence(owner, position, "labels", sample["labels"])
+        labels = _sequence(owner, where, "labels", sample["labels"])
         if len(labels) != len(ids):
             raise CollatorError(
-                f"{owner}: samples[{position}]['labels'] has {len(labels)} values for "
+                f"{owner}: {where}['labels'] has {len(labels)} values for "
                 f"{len(ids)} input_ids: a flattened batch needs one label per token"
             )
     index = sample.get("index")
@@ -255,19 +320,19 @@ def _read(
             index = int(index.item())
         else:
             raise CollatorError(
-                f"{owner}: samples[{position}]['index'] must be an int (the sample's place in "
+                f"{owner}: {where}['index'] must be an int (the sample's place in "
                 f"the dataset), got {index!r}"
             )
     return ids, labels, index
 
 
-def _sequence(owner: str, position: int, name: str, value: Any) -> torch.Tensor:
+def _sequence(owner: str, where: str, name: str, value: Any) -> torch.Tensor:
     """``value`` as a 1-D int64 tensor, or a CollatorError naming the sample and field."""
     try:
         tensor = torch.as_tensor(value)
     except (TypeError, ValueError, RuntimeError) as error:
         raise CollatorError(
-            f"{owner}: samples[{position}][{name!r}] is not a sequence of ints ({error})"
+            f"{owner}: {where}[{name!r}] is not a sequence of ints ({error})"
         ) from error
     if tensor.ndim == 1 and tensor.numel() == 0:
         return tensor.to(torch.long)  # an empty list is float32 to torch; its caller says empty
@@ -278,7 +343,7 @@ def _sequence(owner: str, position: int, name: str, value: Any) -> torch.Tensor:
         or tensor.dtype == torch.bool
     ):
         raise CollatorError(
-            f"{owner}: samples[{position}][{name!r}] must be a list of ints or a 1-D integer "
+            f"{owner}: {where}[{name!r}] must be a list of ints or a 1-D integer "
             f"tensor, got {tensor.dtype} of shape {tuple(tensor.shape)}"
         )
     return tensor.to(torch.long)

@@ -44,6 +44,9 @@ for name in SIX:
     print(name, tuple(batch["input_ids"].shape))
 flat = c.DataCollatorWithFlattening()([sample([1, 7, 8, 9, 2], ""), sample([1, 9, 2], "")])
 print("flattened", tuple(flat["input_ids"].shape), flat["use_cache"])
+rows = list(c.pack_stream([sample([1, 7, 8, 9, 2], ""), sample([1, 9, 2], "")], 6))
+packed = c.DataCollatorWithFlattening(max_length=6)(rows)["input_ids"]
+print("packed %dx%d" % tuple(packed.shape))
 """
 
 
@@ -63,6 +66,7 @@ def test_collators_wheel_installs_with_only_torch_and_collates(
     out = run(python, USE)
     assert out.count("(2, ") == 6, out
     assert "flattened (1, 8) False" in out, out
+    assert "packed 2x6" in out, out
 
 
 def probe_installed(python: Path) -> list[str]:

@@ -13,6 +13,7 @@ from torch.utils.data import default_collate
 import accmt_collators
 from accmt_collators import CollatorError, DataCollatorForSeq2Seq, DataCollatorWithPadding
 
+from ._kinds import TOKENIZER_COLLATORS, TOKENIZER_FREE_COLLATORS
 from ._text import TinyTokenizer, same_batch
 
 SOURCE = [{"input_ids": [2, 7, 8, 3]}, {"input_ids": [2, 9, 3]}]
@@ -102,13 +103,25 @@ def test_every_collator_walks_nested_samples() -> None:
         "DataCollatorForWholeWordMask": {"seed": 0},
         "DataCollatorForPermutationLanguageModeling": {"seed": 0, "pad_to_multiple_of": 2},
     }
-    names = [name for name in accmt_collators.__all__ if name.startswith("DataCollator")]
-    assert len(names) == 6
-    for name in names:
+    # accmt 1.x's six: DataCollatorWithFlattening takes no tokenizer and no nested samples
+    # (a sample is one document or one packed row; see _kinds).
+    for name in TOKENIZER_COLLATORS:
         collate = getattr(accmt_collators, name)(TinyTokenizer(), **options.get(name, {}))
         encoding, label = collate([({**SOURCE[i], **extra_fields(name, i)}, i) for i in range(2)])
         assert encoding["input_ids"].shape == (2, 4), name
         assert torch.equal(label, torch.tensor([0, 1])), name
+
+
+def test_every_collator_has_a_kind() -> None:
+    names = sorted(name for name in accmt_collators.__all__ if name.startswith("DataCollator"))
+    assert sorted(TOKENIZER_COLLATORS + TOKENIZER_FREE_COLLATORS) == names
+    assert not set(TOKENIZER_COLLATORS) & set(TOKENIZER_FREE_COLLATORS)
+
+
+def test_the_flattening_collator_refuses_a_nest_naming_it() -> None:
+    collate = accmt_collators.DataCollatorWithFlattening()
+    with pytest.raises(CollatorError, match=r"samples\[0\]\[1\] is a int, not a mapping"):
+        collate([(SOURCE[0], 0), (SOURCE[1], 1)])
 
 
 def test_seq2seq_pads_labels_inside_nested_samples() -> None:

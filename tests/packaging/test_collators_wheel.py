@@ -27,13 +27,26 @@ def sample(ids, name):
     }
     return {"input_ids": ids, **extra.get(name, {})}
 
-for name in [n for n in c.__all__ if n.startswith("DataCollator")]:
+# accmt 1.x's six, built with a tokenizer; the flattening collator takes none.
+SIX = [
+    "DataCollatorForLanguageModeling", "DataCollatorForPermutationLanguageModeling",
+    "DataCollatorForSeq2Seq", "DataCollatorForTokenClassification",
+    "DataCollatorForWholeWordMask", "DataCollatorWithPadding",
+]
+names = sorted(n for n in c.__all__ if n.startswith("DataCollator"))
+assert names == sorted(SIX + ["DataCollatorWithFlattening"]), names
+for name in SIX:
     options = {"seed": 0} if "Language" in name or "Whole" in name else {}
     if name == "DataCollatorForPermutationLanguageModeling":
         options["pad_to_multiple_of"] = 2
     collate = getattr(c, name)(Tokenizer(), **options)
     batch = collate([sample([1, 7, 8, 9, 2], name), sample([1, 9, 2], name)])
     print(name, tuple(batch["input_ids"].shape))
+flat = c.DataCollatorWithFlattening()([sample([1, 7, 8, 9, 2], ""), sample([1, 9, 2], "")])
+print("flattened", tuple(flat["input_ids"].shape), flat["use_cache"])
+rows = list(c.pack_stream([sample([1, 7, 8, 9, 2], ""), sample([1, 9, 2], "")], 6))
+packed = c.DataCollatorWithFlattening(max_length=6)(rows)["input_ids"]
+print("packed %dx%d" % tuple(packed.shape))
 """
 
 
@@ -52,6 +65,8 @@ def test_collators_wheel_installs_with_only_torch_and_collates(
     assert not {"transformers", "tokenizers"} & set(found["installed"])
     out = run(python, USE)
     assert out.count("(2, ") == 6, out
+    assert "flattened (1, 8) False" in out, out
+    assert "packed 2x6" in out, out
 
 
 def probe_installed(python: Path) -> list[str]:

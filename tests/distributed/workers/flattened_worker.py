@@ -4,9 +4,10 @@
 
 ``Trainer.evaluate`` (a token-weighted loss with ``num_items``, ``Perplexity(causal=True)`` and
 a metric that counts the rows it is given) and ``Trainer.predict`` (the logits) run over the
-same documents in three ways: padded batches, flattened into one row, and flattened into rows
-of 16 (or the WAYs named). Every sample carries its ``index``, so the flattened batches carry ``document_spans``.
-The main process writes what each way gave, the predictions as nested lists. The in-process
+same documents in three ways (or the WAYs named): padded batches, flattened into one row, and
+flattened into rows of 16. Every sample carries its ``index``, so the flattened batches carry
+``document_spans``. The main process writes what each way gave, the predictions as nested
+lists. The in-process
 tests (tests/accmt/test_flattened_batches.py) import this file; tests/distributed/
 test_flattened_inference.py runs it on 2 processes.
 """
@@ -24,11 +25,10 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).parents[3]))  # the repository, for `tests` under torchrun
-from tests.trainer._tiny_gpt2 import IGNORED, LENGTHS, PAD, VOCABULARY, tiny_gpt2
-
 from accmt_collators import DataCollatorWithFlattening
 from accmt_metrics import Perplexity, SummedMetric
 from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
+from tests.trainer._tiny_gpt2 import IGNORED, LENGTHS, PAD, VOCABULARY, tiny_gpt2
 
 WIDTH = 16  # the longest document, and the rows of the max_length way
 WAYS = ("padded", "one row", "rows of 16")
@@ -147,7 +147,8 @@ def alone() -> list[torch.Tensor]:
 
 def alone_loss(logits: list[torch.Tensor]) -> float:
     """The token-weighted loss over every document, from each one's logits alone."""
-    sums = [summed_loss(row[None], doc["input_ids"][None]) for row, doc in zip(logits, documents())]
+    pairs = zip(logits, documents(), strict=True)
+    sums = [summed_loss(row[None], doc["input_ids"][None]) for row, doc in pairs]
     return float(sum(s for s, _ in sums)) / int(sum(n for _, n in sums))
 
 

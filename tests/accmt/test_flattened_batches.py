@@ -1,8 +1,9 @@
 """The Trainer on flattened batches (accmt-collators' ``DataCollatorWithFlattening``): an
-optimizer step with ``num_items`` equals the step on padded batches; ``evaluate`` gives the
-padded batches' loss and metrics, the metrics fed one row per document; ``predict`` gives one
-prediction per document, in dataset order; and a flattened batch without ``position_ids`` is
-refused before any step. (On 2 processes: tests/distributed/test_flattened_inference.py.)"""
+optimizer step with ``num_items`` equals the step on padded batches, and fit's validation
+counts documents as padded batches do; ``evaluate`` gives the padded batches' loss and
+metrics, the metrics fed one row per document; ``predict`` gives one prediction per document,
+in dataset order; and a flattened batch without ``position_ids`` is refused before any step.
+(On 2 processes: tests/distributed/test_flattened_inference.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 import torch
 
 from accmt_collators import DataCollatorWithFlattening
-from accmt_trainer import HyperParameters, Trainer, TrainerConfigError
+from accmt_trainer import HyperParameters, Trainer, TrainerConfigError, load_predictions
 from tests.trainer._tiny_gpt2 import LENGTHS
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "distributed" / "workers"))
@@ -25,24 +26,31 @@ pytestmark = pytest.mark.transformers
 FLATTENED = ("one row", "rows of 16")
 
 
-def stepped(way: str) -> dict[str, torch.Tensor]:
-    """The weights after one SGD step (lr 1) over 8 documents: 2 batches of 4, accumulated."""
+def stepped(way: str) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+    """The weights after one SGD step (lr 1) over 8 documents: 2 batches of 4, accumulated;
+    and fit's validation of every document after it."""
     with tempfile.TemporaryDirectory() as folder:
         runner = worker.trainer(folder, way, grad_accumulation_steps=2, shuffle_train=False)
         module = worker.CausalLM(dropout=0.0)
-        state = runner.fit(module, worker.documents(LENGTHS[:8]))
+        state = runner.fit(module, worker.documents(LENGTHS[:8]), worker.documents())
         assert state.global_step == 1
-        return {k: v.detach().clone() for k, v in module.model.state_dict().items()}
+        weights = {k: v.detach().clone() for k, v in module.model.state_dict().items()}
+        return weights, state.additional_metrics["validation"]
 
 
 def test_a_step_on_flattened_batches_with_num_items_equals_the_padded_step() -> None:
-    padded = stepped("padded")
+    padded, validated = stepped("padded")
     before = worker.CausalLM(dropout=0.0).model.state_dict()
     assert max(float((padded[k] - before[k]).abs().max()) for k in padded) > 1e-3
+    assert validated["documents"] == len(LENGTHS)
     for way in FLATTENED:
-        weights = stepped(way)
+        weights, found = stepped(way)
         differences = {k: float((weights[k] - padded[k]).abs().max()) for k in padded}
         assert max(differences.values()) < 1e-5, (way, differences)
+        # fit's validation, per document as padded (of weights equal within 1e-5).
+        assert found["documents"] == len(LENGTHS), way
+        assert found["scored"] == validated["scored"], way
+        assert found["loss"] == pytest.approx(validated["loss"], rel=1e-5), way
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +80,17 @@ def test_predict_gives_one_prediction_per_document_in_dataset_order(inferred: An
         assert [len(rows) for rows in predicted] == list(LENGTHS), way
         for index, (rows, expected) in enumerate(zip(predicted, alone, strict=True)):
             assert torch.allclose(rows, expected, atol=1e-5), (way, index)
+
+
+def test_predictions_written_in_shards_read_back_per_document(tmp_path: Path) -> None:
+    runner = worker.trainer(str(tmp_path), "rows of 16")
+    module, data = worker.CausalLM(), worker.documents()
+    folder = runner.predict(module, data, output_dir=tmp_path / "predicted", max_shard_size=4096)
+    stored = load_predictions(folder)
+    assert isinstance(stored, list)
+    assert [len(rows) for rows in stored] == list(LENGTHS)
+    for rows, expected in zip(stored, runner.predict(module, data), strict=True):
+        assert torch.equal(rows, expected)
 
 
 class StandIn:

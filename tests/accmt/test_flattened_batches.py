@@ -93,17 +93,6 @@ def test_predictions_written_in_shards_read_back_per_document(tmp_path: Path) ->
         assert torch.equal(rows, expected)
 
 
-class StandIn:
-    """A collate_fn that says it flattens (the marker the Trainer reads) and gives no
-    position_ids, in DataCollatorWithFlattening's place."""
-
-    flattens_sequences = True
-    return_position_ids = False
-
-    def __call__(self, samples: list[Any]) -> Any:
-        return DataCollatorWithFlattening(return_position_ids=False)(samples)
-
-
 class Counting(worker.CausalLM):
     """Counts the steps that ran."""
 
@@ -131,7 +120,7 @@ def test_a_flattening_collate_fn_without_position_ids_is_refused_before_a_step(
     runner = Trainer(
         HyperParameters(epochs=1, batch_size=4),
         tmp_path,
-        collate_fn=StandIn(),
+        collate_fn=DataCollatorWithFlattening(return_position_ids=False),
         log_with=None,
         progress_bar=False,
         cpu=True,

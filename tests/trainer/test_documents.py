@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from accmt_trainer import TrainerConfigError
-from accmt_trainer.evaluation._documents import check_flattening, take_documents
+from accmt_trainer.data._checks import check_flattening
+from accmt_trainer.evaluation._documents import take_documents
 
 # Two rows of 6: documents with indices 7, 3 and 5, in the batch's order; row 0 holds index 7
 # (4 tokens) then index 5 (2), row 1 index 3 (5 tokens, then a token of padding).

@@ -4,7 +4,7 @@ losses kept on the device (a validation set's own, token-weighted with ``num_ite
 flattened batches taken apart per document."""
 
 from ._consolidation import Extra, Predicate
-from ._documents import check_flattening, take_documents, without_documents
+from ._documents import take_documents, without_documents
 from ._evaluation import Evaluation, EvaluationOptions, Results
 from ._loss_window import Items, TrainingLosses
 from ._metric_sets import MetricsOption, metrics_per_set
@@ -19,7 +19,6 @@ __all__ = [
     "Predicate",
     "Results",
     "TrainingLosses",
-    "check_flattening",
     "metrics_per_set",
     "split_training_output",
     "take_documents",

@@ -38,22 +38,6 @@ IGNORED = -100
 ignored with), as a padding collator pads labels."""
 
 
-def check_flattening(loader: object, where: str) -> None:
-    """A loader whose collate_fn says it flattens (``flattens_sequences``) must give
-    ``position_ids``. ``where`` names the loader's data in the error (``"Trainer.fit: the
-    training data"``)."""
-    collate_fn = getattr(loader, "collate_fn", None)
-    if getattr(collate_fn, "flattens_sequences", False) is not True:
-        return
-    if getattr(collate_fn, "return_position_ids", True) is False:
-        raise TrainerConfigError(
-            f"{where}: its collate_fn {type(collate_fn).__name__} flattens batches with "
-            "return_position_ids=False, so a model would see each row as one sequence: every "
-            "document would attend to the ones before it and take positions after theirs; "
-            "make it with return_position_ids=True"
-        )
-
-
 def without_documents(batch: Any, where: str) -> Any:
     """``batch`` without ``document_spans`` (a shallow copy; the same object when it has
     none), refused where it is flattened without ``position_ids``. ``where`` names the step

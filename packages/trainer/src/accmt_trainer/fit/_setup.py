@@ -32,6 +32,7 @@ from ..data import (
     LoaderOptions,
     Stages,
     check_data,
+    check_flattening,
     evaluation_loader,
     plan_budget,
     prepare_stream_evaluation,
@@ -39,7 +40,7 @@ from ..data import (
     streams_split,
     train_loader,
 )
-from ..evaluation import MetricsOption, check_flattening, metrics_per_set
+from ..evaluation import MetricsOption, metrics_per_set
 from ..runtime import shards_the_model
 
 if TYPE_CHECKING:

@@ -24,8 +24,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from .._errors import TrainerConfigError
 from .._module import RunHandle, bind_module
 from ..checkpointing import load_weights, parse_rule
-from ..data import evaluation_loader, prepare_stream_evaluation
-from ..evaluation import check_flattening
+from ..data import check_flattening, evaluation_loader, prepare_stream_evaluation
 from ..runtime import (
     ProcessGroupScope,
     drop_mixed_precision_forward,

@@ -13,11 +13,16 @@ changes only how checkpoints are written), then the sharded run until its kill; 
 then the full run until its kill; the full run's resume, a resume of the sharded run with
 another base, then a run that is not forced, which shows what a user gets on the CPU: DDP, and
 a warning that says so.
+
+Two launches more resume the uninterrupted run's sharded checkpoints on another number of
+processes (1 and 3): torch.distributed.checkpoint reshards model and optimizer on load, and
+the whole state gathered after the load is the one gathered as the checkpoint was written.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import shutil
@@ -70,6 +75,7 @@ def run(
     forced: bool = True,
     frozen: bool = False,
     shift: float = 0.0,
+    **more: Any,
 ) -> dict[str, Any]:
     """One run of a launch (see the worker's text)."""
     return {
@@ -79,7 +85,25 @@ def run(
         "forced": forced,
         "frozen": frozen,
         "shift": shift,
+        **more,
     }
+
+
+def launch_plan(plan: Path, index: int, processes: int) -> subprocess.CompletedProcess[str]:
+    """Launch ``index`` of ``plan`` on ``processes`` CPU processes (or GPUs: see the worker)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "2"}
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc_per_node={processes}",
+        f"--master_port={free_port()}",
+        "--max-restarts=0",
+        WORKER,
+        str(plan),
+        str(index),
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +114,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     # The sharded runs freeze the first layer (their reference too); the full ones do not.
     plan = [
         [
-            run(root, "uninterrupted", SHARDED),
+            run(root, "uninterrupted", SHARDED, full_states=True),  # resumed on 1 and 3 too
             run(root, "frozen", SHARDED, frozen=True),
             run(root, "sharded", SHARDED, kill=7, frozen=True),
         ],
@@ -102,22 +126,79 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
         ],
     ]
     (root / "plan.json").write_text(json.dumps(plan))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ACCELERATE_USE_FSDP": "true", "FSDP_VERSION": "2"}
-    ended = []
-    for launch in range(len(plan)):
-        command = [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node=2",
-            f"--master_port={free_port()}",
-            "--max-restarts=0",
-            WORKER,
-            str(root / "plan.json"),
-            str(launch),
-        ]
-        ended.append(subprocess.run(command, capture_output=True, text=True, timeout=300, env=env))
+    ended = [launch_plan(root / "plan.json", index, 2) for index in range(len(plan))]
     return Ran(root, ended)
+
+
+# The uninterrupted run's checkpoints resumed on another number of processes (1, 3): which
+# one, its step, and the step the run ends at. Checkpoint 3 (step 6) lies within the second
+# epoch (2 of each process's 4 batches, so 4 of the order's 8: 4 on one process); checkpoint 2
+# (step 4) at the first epoch's end, where any number of processes starts (3 batches each).
+RESIZES = {1: ("checkpoint_000003", 6, 10), 3: ("checkpoint_000002", 4, 7)}
+
+
+@pytest.fixture(scope="module")
+def resized(ran: Ran, tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    """One launch a number of processes: a copy of the checkpoint resumed to the run's end."""
+    root = tmp_path_factory.mktemp("fsdp-resized")
+    plan = []
+    for processes, (checkpoint, _, _) in RESIZES.items():
+        made = ran.root / "uninterrupted" / "run" / "checkpoints" / checkpoint
+        shutil.copytree(made, root / f"on{processes}" / "run" / "checkpoints" / checkpoint)
+        more = {"full_states": True, "resume": True, "cpu": True}
+        plan.append([run(root, f"on{processes}", SHARDED, **more)])
+    (root / "plan.json").write_text(json.dumps(plan))
+    ended = [launch_plan(root / "plan.json", i, n) for i, n in enumerate(RESIZES)]
+    return Ran(root, ended)
+
+
+def assert_same(saved: Any, loaded: Any, where: str) -> None:
+    """``loaded`` is ``saved``, tensors bit for bit (and of the same dtype)."""
+    if isinstance(saved, torch.Tensor):
+        assert isinstance(loaded, torch.Tensor), where
+        assert saved.dtype == loaded.dtype and torch.equal(saved, loaded), where
+    elif isinstance(saved, dict):
+        assert isinstance(loaded, dict) and saved.keys() == loaded.keys(), where
+        for key in saved:
+            assert_same(saved[key], loaded[key], f"{where}.{key}")
+    elif isinstance(saved, list):
+        assert isinstance(loaded, list) and len(saved) == len(loaded), where
+        for index, (was, is_) in enumerate(zip(saved, loaded, strict=True)):
+            assert_same(was, is_, f"{where}[{index}]")
+    else:
+        assert saved == loaded, where
+
+
+@pytest.mark.parametrize("processes", sorted(RESIZES))
+def test_a_sharded_checkpoint_of_two_processes_resumes_on_another_number(
+    ran: Ran, resized: Ran, processes: int
+) -> None:
+    """Model and optimizer resharded by DCP: the whole state after the load is the one written
+    on 2 processes, bit for bit (Adam's step counters and moments of every parameter among
+    it), every parameter a shard of this run's; the run goes on to its end."""
+    checkpoint, step, end = RESIZES[processes]
+    ended = resized.ended[list(RESIZES).index(processes)]
+    assert ended.returncode == 0, ended.stderr[-4000:]
+    name = f"on{processes}"
+    for rank in range(processes):
+        events = resized.events(name, rank)
+        assert [e["event"] for e in events] == ["start", "fit_start", "resume", "end"], rank
+        assert events[2]["sharded"] and events[2]["step"] == step, events[2]
+        assert events[3]["global_step"] == end
+        losses = events[3]["losses"]
+        assert len(losses) == end - step and all(map(math.isfinite, losses)), losses
+    said = [w for w in resized.events(name)[3]["warnings"] if w.startswith("resuming")]
+    assert len(said) == 1, said
+    assert said[0].startswith(f"resuming {checkpoint}, made on 2 processes, on {processes} proc")
+    saved = torch.load(ran.root / "uninterrupted" / f"saved_step{step}.pt")
+    loaded = torch.load(resized.root / name / f"loaded_step{step}.pt")
+    assert_same(saved, loaded, "state")
+    adam = loaded["optimizer"]["state"]
+    assert adam.keys() == loaded["model"].keys()
+    for key, moments in adam.items():
+        assert float(moments["step"]) == step, key
+        assert moments["exp_avg"].shape == loaded["model"][key].shape, key
+        assert moments["exp_avg"].abs().sum() > 0, key
 
 
 @pytest.mark.parametrize(

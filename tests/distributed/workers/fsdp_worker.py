@@ -4,15 +4,19 @@
 
 PLAN.json lists the launches, each a list of runs, each ``{"out": OUT, "state_dict":
 "SHARDED_STATE_DICT" | "FULL_STATE_DICT", "kill_at_step": N | null, "forced": bool,
-"frozen": bool, "shift": float}``; this
-is launch LAUNCH, whose runs go one after the other in this job. A run SIGKILLs its main
+"frozen": bool, "shift": float}`` (and optionally ``"full_states": true``, ``"resume": INDEX``,
+``"cpu": true``); this is launch LAUNCH, whose runs go one after the other in this job. A run SIGKILLs its main
 process right after optimizer step ``kill_at_step`` (the last run of its launch), or writes
 each process's final weights, gathered whole, to OUT/final_rank<R>.pt. Each run appends to
 OUT/events_rank<R>.jsonl: "start", "fit_start" (whether the parameters are the shards FSDP2
 made, after the sanity check), "resume" (the same, once the checkpoint is loaded), then "kill"
 or "end" (with the warnings the fit gave). A ``frozen`` run freezes the classifier's first
 layer, whose bias ``shift`` moves: another base, which a resume refuses ("refused", with the
-error).
+error). A ``full_states`` run gathers the whole model and optimizer state (torch's
+``get_model_state_dict`` / ``get_optimizer_state_dict``, ``full_state_dict=True``) as each
+checkpoint is written (OUT/saved_step<S>.pt) and once a checkpoint is loaded
+(OUT/loaded_step<S>.pt), on the main process, and notes each training loss in "end": what a
+resume on another number of processes is checked with. ``cpu`` runs on the CPU, GPUs or not.
 
 The harness: Accelerate does not take its FSDP path on the CPU (it runs DDP there), so a
 ``forced`` run makes it take it (:func:`force_fsdp`): once Accelerate has made its state
@@ -38,6 +42,11 @@ from _toy import clusters  # beside this file
 from accelerate.state import AcceleratorState, PartialState
 from accelerate.utils import DistributedType
 from resume_worker import Classifier, Events
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+)
 from torch.distributed.tensor import DTensor
 
 from accmt_callbacks import Callback
@@ -67,19 +76,47 @@ def force_fsdp() -> None:
 class Watch(Callback):
     """Notes whether every parameter is a shard at the fit's start (after the sanity check)
     and after a resume; kills after step ``kill_at``; at the fit's end, while the process
-    group is still the fit's, writes the weights gathered whole."""
+    group is still the fit's, writes the weights gathered whole. With ``full_states``, writes
+    the whole model and optimizer state at each checkpoint and after a resume, and keeps the
+    losses."""
 
-    def __init__(self, events: Events, kill_at: int | None, out: Path) -> None:
+    def __init__(
+        self, events: Events, kill_at: int | None, out: Path, full_states: bool = False
+    ) -> None:
         self.events, self.kill_at, self.out = events, kill_at, out
+        self.full_states, self.losses = full_states, list[float]()
 
     def sharded(self) -> bool:
         return all(isinstance(p, DTensor) for p in self.trainer.model.parameters())
+
+    def write_full_state(self, name: str) -> None:
+        """The whole model and optimizer state, gathered from every process's shards (a
+        collective: every process calls it), written by the main process."""
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        model, optimizer = self.trainer.model, self.trainer.optimizer
+        optimizer = getattr(optimizer, "optimizer", optimizer)  # Accelerate's wrapper
+        full = {
+            "model": get_model_state_dict(model, options=options),
+            "optimizer": get_optimizer_state_dict(model, optimizer, options=options),
+        }
+        if self.trainer.accelerator.is_main_process:
+            torch.save(full, self.out / f"{name}_step{self.state.global_step}.pt")
 
     def on_fit_start(self) -> None:
         self.events.note("fit_start", sharded=self.sharded(), step=self.state.global_step)
 
     def on_resume(self) -> None:
         self.events.note("resume", sharded=self.sharded(), step=self.state.global_step)
+        if self.full_states:
+            self.write_full_state("loaded")
+
+    def on_save_checkpoint(self) -> None:
+        if self.full_states:
+            self.write_full_state("saved")
+
+    def on_before_backward(self, loss: torch.Tensor) -> None:
+        if self.full_states:
+            self.losses.append(float(loss))
 
     def on_after_training_step(self) -> None:
         if self.state.global_step == self.kill_at and self.trainer.accelerator.is_main_process:
@@ -103,6 +140,7 @@ def train(run: dict[str, Any], launch: int) -> None:
     events.note("start")
     FORCED = run["forced"]
     os.environ["FSDP_STATE_DICT_TYPE"] = run["state_dict"]
+    watch = Watch(events, run["kill_at_step"], out, run.get("full_states", False))
     hps = HyperParameters.from_dict(
         {
             "epochs": 2,
@@ -121,8 +159,9 @@ def train(run: dict[str, Any], launch: int) -> None:
         seed=7,
         log_with=None,
         progress_bar=False,
-        cpu=not ON_GPUS,
-        callbacks=[Watch(events, run["kill_at_step"], out)],
+        cpu=run.get("cpu", False) or not ON_GPUS,
+        resume=run.get("resume"),
+        callbacks=[watch],
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -139,7 +178,7 @@ def train(run: dict[str, Any], launch: int) -> None:
             events.note("refused", error=str(error))
             return
     said = [str(warning.message) for warning in caught]
-    events.note("end", global_step=state.global_step, warnings=said)
+    events.note("end", global_step=state.global_step, warnings=said, losses=watch.losses)
 
 
 def main() -> None:

@@ -45,6 +45,10 @@ SHARDED = {
     DistributedType.MEGATRON_LM,
     DistributedType.XLA,
 }
+# The sharding whose state torch.distributed.checkpoint reshards on load (Accelerate's FSDP2
+# load passes DCP the state dict this run's shards make): it resumes on another number of
+# processes, the training state mapped by ``_resize`` as for whole state.
+RESHARDED = "FSDP2 SHARDED_STATE_DICT"
 
 
 def inventory(folder: Path) -> dict[str, FileEntry]:
@@ -186,7 +190,9 @@ def check_compatible(made: RunFacts, now: RunFacts, path: Path) -> None:
 
 def _check_sharding(made: RunFacts, now: RunFacts, path: Path) -> None:
     """Sharded state (FSDP, DeepSpeed) resumes only into a sharded run, and whole state only
-    into a whole one: refused here, before anything is moved, rather than by Accelerate's load."""
+    into a whole one, split the same way (FSDP's version and state dict type, where both
+    checkpoint and run record it): refused here, before anything is moved, rather than by
+    Accelerate's load."""
     if made.sharded != now.sharded:
         held = {True: "sharded by process (FSDP, DeepSpeed)", False: "whole on each process"}
         raise CheckpointError(
@@ -194,18 +200,30 @@ def _check_sharding(made: RunFacts, now: RunFacts, path: Path) -> None:
             f"run's is {held[now.sharded]}; {_stopped(path)}. Resume with the distributed setup "
             f"that made it, or {ELSEWHERE}."
         )
+    if None not in (made.sharding, now.sharding) and made.sharding != now.sharding:
+        raise CheckpointError(
+            f"checkpoint {path} holds model and optimizer state sharded as {made.sharding}, and "
+            f"this run shards it as {now.sharding}; {_stopped(path)}. Resume with the sharding "
+            f"that made it (FSDP's version and state dict type), or {ELSEWHERE}."
+        )
 
 
 def _check_resizable(made: RunFacts, now: RunFacts, path: Path) -> None:
     """Another number of processes: refused for a curriculum (its stages end at optimizer
-    steps, which hold other samples on another number of processes) and for sharded state."""
+    steps, which hold other samples on another number of processes) and for sharded state
+    that torch.distributed.checkpoint does not reshard on load: all but FSDP2's sharded state
+    dicts (on both sides; a checkpoint that does not record its sharding is refused too)."""
     if made.stages or now.stages:
         why = (
             "a curriculum's stages end at optimizer steps, and an optimizer step holds other "
             "samples on another number of processes"
         )
-    elif made.sharded or now.sharded:
-        why = "its model and optimizer state is sharded by process (FSDP, DeepSpeed)"
+    elif (made.sharded or now.sharded) and not made.sharding == now.sharding == RESHARDED:
+        split = made.sharding or "FSDP, DeepSpeed"
+        why = (
+            f"its model and optimizer state is sharded by process ({split}); only FSDP2's "
+            f"sharded state dicts ({RESHARDED}) are resharded on load"
+        )
     else:
         return
     was = processes(made.world_size)
@@ -214,6 +232,18 @@ def _check_resizable(made: RunFacts, now: RunFacts, path: Path) -> None:
         f"{_stopped(path)}. {why[0].upper()}{why[1:]}, so it resumes only on "
         f"{was}: resume on {was}, or {ELSEWHERE}."
     )
+
+
+def sharding(accelerator: Accelerator) -> str | None:
+    """How ``accelerator`` splits model and optimizer state (``RunFacts.sharding``)."""
+    kind = accelerator.distributed_type
+    if kind not in SHARDED:
+        return None
+    plugin = getattr(accelerator.state, "fsdp_plugin", None)
+    if kind != DistributedType.FSDP or plugin is None:
+        return str(kind.value)
+    state_dict = plugin.state_dict_type
+    return f"FSDP{plugin.fsdp_version} {getattr(state_dict, 'name', state_dict)}"
 
 
 def _stopped(path: Path) -> str:
@@ -243,6 +273,7 @@ def run_facts(
         order_batches=plan.order_batches,
         stages=plan.stage_facts,
         sharded=accelerator.distributed_type in SHARDED,
+        sharding=sharding(accelerator),
         max_steps=max_steps,
         versions=package_versions(),
     )

@@ -45,6 +45,11 @@ class RunFacts:
     """A curriculum's ``(end step, batches of a pass)`` per stage, or None."""
     sharded: bool = False
     """Whether model and optimizer state is split by process (FSDP, DeepSpeed)."""
+    sharding: str | None = None
+    """How it is split, where it is: ``"FSDP2 SHARDED_STATE_DICT"`` (FSDP's version and state
+    dict type) or the distributed type (``"DEEPSPEED"``); None for whole state, and in a
+    checkpoint that predates its recording. Only FSDP2's sharded state dicts resume on another
+    number of processes (torch.distributed.checkpoint reshards them: ``_manifest``)."""
     max_steps: int | None = None
     """Not compared: it tells whether a finished run has anything left to train here."""
     versions: Mapping[str, str] = attrs.field(factory=dict)

@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 
 from accmt_state import TrainingState
 from accmt_trainer import CheckpointError
-from accmt_trainer.checkpointing._manifest import check_compatible
+from accmt_trainer.checkpointing._manifest import RESHARDED, check_compatible
 from accmt_trainer.checkpointing._resize import (
     check_position,
     fitting_counts,
@@ -226,6 +226,45 @@ def test_sharded_state_resumes_only_on_its_number_of_processes(tmp_path: Path) -
     made = facts(2, sharded=True)
     with pytest.raises(CheckpointError, match="Its model and optimizer state is sharded by"):
         check_compatible(made, facts(1), tmp_path)
+
+
+@pytest.mark.parametrize("now_on", [1, 3])
+def test_fsdp2_sharded_state_dicts_resume_on_another_number_of_processes(
+    tmp_path: Path, now_on: int
+) -> None:
+    """DCP reshards them on load (the real resume: tests/distributed/test_fsdp.py)."""
+    made = facts(2, sharded=True, sharding=RESHARDED)
+    check_compatible(made, facts(now_on, sharded=True, sharding=RESHARDED), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("was", "is_"),
+    [
+        ("FSDP1 SHARDED_STATE_DICT", "FSDP1 SHARDED_STATE_DICT"),
+        ("FSDP2 FULL_STATE_DICT", "FSDP2 FULL_STATE_DICT"),
+        ("DEEPSPEED", "DEEPSPEED"),
+        (None, RESHARDED),  # a checkpoint from before the sharding was recorded
+        (RESHARDED, "FSDP1 SHARDED_STATE_DICT"),
+    ],
+)
+def test_other_sharded_state_resumes_only_on_its_number_of_processes(
+    tmp_path: Path, was: str | None, is_: str
+) -> None:
+    made, now = facts(2, sharded=True, sharding=was), facts(1, sharded=True, sharding=is_)
+    with pytest.raises(CheckpointError) as refused:
+        check_compatible(made, now, tmp_path)
+    message = str(refused.value)
+    assert f"Its model and optimizer state is sharded by process ({was or 'FSDP, De'}" in message
+    assert f"only FSDP2's sharded state dicts ({RESHARDED}) are resharded on load" in message
+    assert "so it resumes only on 2 processes: resume on 2 processes, or give" in message
+
+
+def test_another_sharding_is_refused_on_the_same_number_of_processes(tmp_path: Path) -> None:
+    made = facts(2, sharded=True, sharding=RESHARDED)
+    now = facts(2, sharded=True, sharding="FSDP2 FULL_STATE_DICT")
+    with pytest.raises(CheckpointError, match=r"sharded as FSDP2 SHARDED_STATE_DICT, and this run"):
+        check_compatible(made, now, tmp_path)
+    check_compatible(made, attrs.evolve(now, sharding=None), tmp_path)  # unknown: not refused
 
 
 def test_sharded_state_resumes_only_into_a_sharded_run(tmp_path: Path) -> None:

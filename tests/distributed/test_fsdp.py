@@ -156,13 +156,16 @@ def assert_same(saved: Any, loaded: Any, where: str) -> None:
     """``loaded`` is ``saved``, tensors bit for bit (and of the same dtype)."""
     if isinstance(saved, torch.Tensor):
         assert isinstance(loaded, torch.Tensor), where
-        assert saved.dtype == loaded.dtype and torch.equal(saved, loaded), where
+        assert saved.dtype == loaded.dtype, where
+        assert torch.equal(saved, loaded), where
     elif isinstance(saved, dict):
-        assert isinstance(loaded, dict) and saved.keys() == loaded.keys(), where
+        assert isinstance(loaded, dict), where
+        assert saved.keys() == loaded.keys(), where
         for key in saved:
             assert_same(saved[key], loaded[key], f"{where}.{key}")
     elif isinstance(saved, list):
-        assert isinstance(loaded, list) and len(saved) == len(loaded), where
+        assert isinstance(loaded, list), where
+        assert len(saved) == len(loaded), where
         for index, (was, is_) in enumerate(zip(saved, loaded, strict=True)):
             assert_same(was, is_, f"{where}[{index}]")
     else:
@@ -183,10 +186,12 @@ def test_a_sharded_checkpoint_of_two_processes_resumes_on_another_number(
     for rank in range(processes):
         events = resized.events(name, rank)
         assert [e["event"] for e in events] == ["start", "fit_start", "resume", "end"], rank
-        assert events[2]["sharded"] and events[2]["step"] == step, events[2]
+        assert events[2]["sharded"], events[2]
+        assert events[2]["step"] == step, events[2]
         assert events[3]["global_step"] == end
         losses = events[3]["losses"]
-        assert len(losses) == end - step and all(map(math.isfinite, losses)), losses
+        assert len(losses) == end - step, losses
+        assert all(map(math.isfinite, losses)), losses
     said = [w for w in resized.events(name)[3]["warnings"] if w.startswith("resuming")]
     assert len(said) == 1, said
     assert said[0].startswith(f"resuming {checkpoint}, made on 2 processes, on {processes} proc")

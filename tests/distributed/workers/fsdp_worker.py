@@ -4,10 +4,11 @@
 
 PLAN.json lists the launches, each a list of runs, each ``{"out": OUT, "state_dict":
 "SHARDED_STATE_DICT" | "FULL_STATE_DICT", "kill_at_step": N | null, "forced": bool,
-"frozen": bool, "shift": float}`` (and optionally ``"full_states": true``, ``"resume": INDEX``,
-``"cpu": true``); this is launch LAUNCH, whose runs go one after the other in this job. A run SIGKILLs its main
-process right after optimizer step ``kill_at_step`` (the last run of its launch), or writes
-each process's final weights, gathered whole, to OUT/final_rank<R>.pt. Each run appends to
+"frozen": bool, "shift": float}`` (and optionally ``"full_states": true``, ``"resume"``: the
+Trainer's, ``"cpu": true``); this is launch LAUNCH, whose runs go one after the other in this
+job. A run SIGKILLs its main process right after optimizer step ``kill_at_step`` (the last
+run of its launch), or writes each process's final weights, gathered whole, to
+OUT/final_rank<R>.pt. Each run appends to
 OUT/events_rank<R>.jsonl: "start", "fit_start" (whether the parameters are the shards FSDP2
 made, after the sanity check), "resume" (the same, once the checkpoint is loaded), then "kill"
 or "end" (with the warnings the fit gave). A ``frozen`` run freezes the classifier's first
@@ -20,12 +21,12 @@ resume on another number of processes is checked with. ``cpu`` runs on the CPU, 
 
 The harness: Accelerate does not take its FSDP path on the CPU (it runs DDP there), so a
 ``forced`` run makes it take it (:func:`force_fsdp`): once Accelerate has made its state
-with an FSDP plugin, a state of several CPU processes (MULTI_CPU) becomes FSDP, in this
-process only. The model then goes through Accelerate's FSDP2 preparation (torch's
-``fully_shard`` over gloo), and through its FSDP ``save_state`` and ``load_state``; the
-processes, the process group and the sharding are real. A run that is not forced shows what
-a user gets on the CPU. On a machine with two GPUs or more the runs take one GPU a process,
-where Accelerate takes its FSDP path unforced.
+with an FSDP plugin, a state of CPU processes that torchrun started (MULTI_CPU, a single
+one too) becomes FSDP, in this process only. The model then goes through Accelerate's FSDP2
+preparation (torch's ``fully_shard`` over gloo), and through its FSDP ``save_state`` and
+``load_state``; the processes, the process group and the sharding are real. A run that is not
+forced shows what a user gets on the CPU. On a machine with two GPUs or more the runs take one
+GPU a process (but ``cpu`` ones), where Accelerate takes its FSDP path unforced.
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ then the full run until its kill; the full run's resume, a resume of the sharded
 another base, then a run that is not forced, which shows what a user gets on the CPU: DDP, and
 a warning that says so.
 
-Two launches more resume the uninterrupted run's sharded checkpoints on another number of
-processes (1 and 3): torch.distributed.checkpoint reshards model and optimizer on load, and
-the whole state gathered after the load is the one gathered as the checkpoint was written.
+Two launches more resume sharded checkpoints of two processes on another number (the run with
+its first layer frozen on 1, the uninterrupted one on 3): torch.distributed.checkpoint reshards
+model and optimizer on load, and the whole state gathered after the load is the one gathered
+as the checkpoint was written.
 """
 
 from __future__ import annotations
@@ -114,9 +115,9 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     # The sharded runs freeze the first layer (their reference too); the full ones do not.
     plan = [
         [
-            run(root, "uninterrupted", SHARDED, full_states=True),  # resumed on 1 and 3 too
+            run(root, "uninterrupted", SHARDED, full_states=True),  # resumed on 3 too
             run(root, "frozen", SHARDED, frozen=True),
-            run(root, "sharded", SHARDED, kill=7, frozen=True),
+            run(root, "sharded", SHARDED, kill=7, frozen=True, full_states=True),  # and on 1
         ],
         [run(root, "sharded", SHARDED, frozen=True), run(root, "full", FULL, kill=5)],
         [
@@ -130,11 +131,15 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     return Ran(root, ended)
 
 
-# The uninterrupted run's checkpoints resumed on another number of processes (1, 3): which
-# one, its step, and the step the run ends at. Checkpoint 3 (step 6) lies within the second
-# epoch (2 of each process's 4 batches, so 4 of the order's 8: 4 on one process); checkpoint 2
-# (step 4) at the first epoch's end, where any number of processes starts (3 batches each).
-RESIZES = {1: ("checkpoint_000003", 6, 10), 3: ("checkpoint_000002", 4, 7)}
+# Checkpoints of two processes resumed on another number (1, 3): the run that made it, which
+# one, its step, and the step the resumed run ends at. The sharded run's checkpoint 3 (step 6,
+# its first layer frozen) lies within the second epoch (2 of each process's 4 batches, so 4 of
+# the order's 8: 4 on one process); the uninterrupted run's checkpoint 2 (step 4) at the first
+# epoch's end, where any number of processes starts (3 batches each on 3).
+RESIZES = {
+    1: ("sharded", "checkpoint_000003", 6, 10),
+    3: ("uninterrupted", "checkpoint_000002", 4, 7),
+}
 
 
 @pytest.fixture(scope="module")
@@ -142,11 +147,11 @@ def resized(ran: Ran, tmp_path_factory: pytest.TempPathFactory) -> Ran:
     """One launch a number of processes: a copy of the checkpoint resumed to the run's end."""
     root = tmp_path_factory.mktemp("fsdp-resized")
     plan = []
-    for processes, (checkpoint, _, _) in RESIZES.items():
-        made = ran.root / "uninterrupted" / "run" / "checkpoints" / checkpoint
+    for processes, (name, checkpoint, _, _) in RESIZES.items():
+        made = ran.root / name / "run" / "checkpoints" / checkpoint
         shutil.copytree(made, root / f"on{processes}" / "run" / "checkpoints" / checkpoint)
         more = {"full_states": True, "resume": True, "cpu": True}
-        plan.append([run(root, f"on{processes}", SHARDED, **more)])
+        plan.append([run(root, f"on{processes}", SHARDED, frozen=name == "sharded", **more)])
     (root / "plan.json").write_text(json.dumps(plan))
     ended = [launch_plan(root / "plan.json", i, n) for i, n in enumerate(RESIZES)]
     return Ran(root, ended)
@@ -177,9 +182,10 @@ def test_a_sharded_checkpoint_of_two_processes_resumes_on_another_number(
     ran: Ran, resized: Ran, processes: int
 ) -> None:
     """Model and optimizer resharded by DCP: the whole state after the load is the one written
-    on 2 processes, bit for bit (Adam's step counters and moments of every parameter among
-    it), every parameter a shard of this run's; the run goes on to its end."""
-    checkpoint, step, end = RESIZES[processes]
+    on 2 processes, bit for bit (Adam's step counters and moments of every parameter that
+    trains among it; the frozen layer, which the checkpoint leaves out, the model's own), every
+    parameter a shard of this run's; the run goes on to its end."""
+    made, checkpoint, step, end = RESIZES[processes]
     ended = resized.ended[list(RESIZES).index(processes)]
     assert ended.returncode == 0, ended.stderr[-4000:]
     name = f"on{processes}"
@@ -195,11 +201,12 @@ def test_a_sharded_checkpoint_of_two_processes_resumes_on_another_number(
     said = [w for w in resized.events(name)[3]["warnings"] if w.startswith("resuming")]
     assert len(said) == 1, said
     assert said[0].startswith(f"resuming {checkpoint}, made on 2 processes, on {processes} proc")
-    saved = torch.load(ran.root / "uninterrupted" / f"saved_step{step}.pt")
+    saved = torch.load(ran.root / made / f"saved_step{step}.pt")
     loaded = torch.load(resized.root / name / f"loaded_step{step}.pt")
     assert_same(saved, loaded, "state")
     adam = loaded["optimizer"]["state"]
-    assert adam.keys() == loaded["model"].keys()
+    frozen = {"0.weight", "0.bias"} if made == "sharded" else set()
+    assert adam.keys() == loaded["model"].keys() - frozen
     for key, moments in adam.items():
         assert float(moments["step"]) == step, key
         assert moments["exp_avg"].shape == loaded["model"][key].shape, key

@@ -232,9 +232,14 @@ def test_sharded_state_resumes_only_on_its_number_of_processes(tmp_path: Path) -
 def test_fsdp2_sharded_state_dicts_resume_on_another_number_of_processes(
     tmp_path: Path, now_on: int
 ) -> None:
-    """DCP reshards them on load (the real resume: tests/distributed/test_fsdp.py)."""
+    """DCP reshards them on load (the real resume: tests/distributed/test_fsdp.py); the same
+    run with full state dicts is refused."""
     made = facts(2, sharded=True, sharding=RESHARDED)
-    check_compatible(made, facts(now_on, sharded=True, sharding=RESHARDED), tmp_path)
+    now = facts(now_on, sharded=True, sharding=RESHARDED)
+    check_compatible(made, now, tmp_path)
+    full = "FSDP2 FULL_STATE_DICT"
+    with pytest.raises(CheckpointError, match=rf"sharded by process \({full}\); only FSDP2"):
+        check_compatible(attrs.evolve(made, sharding=full), attrs.evolve(now, sharding=full), HERE)
 
 
 @pytest.mark.parametrize(

@@ -225,6 +225,10 @@ def test_another_order_is_refused_on_another_number_of_processes_too(tmp_path: P
 def test_sharded_state_resumes_only_on_its_number_of_processes(tmp_path: Path) -> None:
     made = facts(2, sharded=True)
     with pytest.raises(CheckpointError, match="Its model and optimizer state is sharded by"):
+        check_compatible(made, facts(1, sharded=True), tmp_path)
+    # Into a run that holds it whole: that is what is said, on any number of processes.
+    made = facts(2, sharded=True, sharding=RESHARDED)
+    with pytest.raises(CheckpointError, match=r"sharded by process .*this run's is whole on each"):
         check_compatible(made, facts(1), tmp_path)
 
 

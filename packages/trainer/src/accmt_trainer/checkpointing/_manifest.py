@@ -212,13 +212,14 @@ def _check_resizable(made: RunFacts, now: RunFacts, path: Path) -> None:
     """Another number of processes: refused for a curriculum (its stages end at optimizer
     steps, which hold other samples on another number of processes) and for sharded state
     that torch.distributed.checkpoint does not reshard on load: all but FSDP2's sharded state
-    dicts (on both sides; a checkpoint that does not record its sharding is refused too)."""
+    dicts (a checkpoint that does not record its sharding is refused too). Sharded state into
+    a run that holds it whole, or the reverse, is ``_check_sharding``'s to refuse."""
     if made.stages or now.stages:
         why = (
             "a curriculum's stages end at optimizer steps, and an optimizer step holds other "
             "samples on another number of processes"
         )
-    elif (made.sharded or now.sharded) and not made.sharding == now.sharding == RESHARDED:
+    elif made.sharded and now.sharded and not made.sharding == now.sharding == RESHARDED:
         split = made.sharding or "FSDP, DeepSpeed"
         why = (
             f"its model and optimizer state is sharded by process ({split}); only FSDP2's "

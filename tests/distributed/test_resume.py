@@ -251,8 +251,12 @@ def test_each_resume_hashes_each_file_of_its_checkpoint_once_on_the_machine(
         ran_in = [
             n for n, runs in enumerate(ran.plan) if any(r[0] == str(killed.out) for r in runs)
         ]
-        # Each launch after the run's first resumed it from one checkpoint.
-        assert sorted(launch for launch, _ in resumed) == ran_in[1:], (name, resumed)
+        # A launch resumed the run from one checkpoint (the last one surely; one after a kill
+        # before the first checkpoint started afresh).
+        launches = [launch for launch, _ in resumed]
+        assert len(set(launches)) == len(launches), (name, resumed)
+        assert ran_in[-1] in launches, (name, resumed)
+        assert set(launches) <= set(ran_in[1:]), (name, resumed)
         for launch_number, checkpoint in resumed:
             folder = killed.out / "run" / "checkpoints" / str(checkpoint)
             listed = json.loads((folder / "manifest.json").read_text())["files"]

@@ -1,7 +1,8 @@
 """Install every third-party dependency the packages declare, at its declared minimum.
 
 pip has no "lowest versions" resolution, so this reads the minimums where they are declared,
-the ``[project] dependencies`` of packages/*/pyproject.toml, and installs ``name==minimum`` for
+the ``[project] dependencies`` of packages/*/pyproject.toml (with the extras of one package that
+another requires: accmt's ``accmt-trainer[streams]``), and installs ``name==minimum`` for
 each (the highest minimum where several packages name the same dependency), letting pip move
 whatever they depend on to fit; then ``pip check`` must find the environment consistent. The
 workspace's own packages are left alone, and so is torch: it stays the 2.13.0 CPU wheel that
@@ -31,12 +32,21 @@ LOWER_BOUNDS = (">=", "~=", "==")
 
 
 def declared(root: Path = ROOT) -> list[tuple[str, Requirement]]:
-    """Every ``[project] dependencies`` entry of every package, with the file declaring it."""
-    found = []
+    """Every ``[project] dependencies`` entry of every package, with the file declaring it; and
+    where one requires an extra of another (``accmt-trainer[streams]``), that extra's entries,
+    as the other declares them (``packages/trainer/pyproject.toml [streams]``)."""
+    projects = {}
     for pyproject in sorted(root.glob("packages/*/pyproject.toml")):
         project = tomllib.loads(pyproject.read_text())["project"]
-        relative = str(pyproject.relative_to(root))
+        projects[canonicalize_name(project["name"])] = (str(pyproject.relative_to(root)), project)
+    found = []
+    for relative, project in projects.values():
         found += [(relative, Requirement(entry)) for entry in project.get("dependencies", [])]
+    for _, requirement in found:  # grows as extras bring more, extras of extras included
+        where, member = projects.get(canonicalize_name(requirement.name), ("", {}))
+        for extra in sorted(requirement.extras):
+            entries = member.get("optional-dependencies", {}).get(extra, [])
+            found += [(f"{where} [{extra}]", Requirement(entry)) for entry in entries]
     return found
 
 

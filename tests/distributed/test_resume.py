@@ -4,8 +4,10 @@ the uninterrupted run's final weights bit for bit: on one process and through to
 Most of a launch's cost is its processes importing torch and Accelerate, so on each number of
 processes the runs share launches (see ``campaign``): one launch trains the uninterrupted runs
 and then dies in a killed run's first kill, each launch after it makes one more kill, and the
-last resumes every killed run to its end. Each test then checks its own run from what every
-launch wrote: which launch killed it where, and its final weights.
+last resumes every killed run to its end, and then a copy of the uninterrupted run's
+checkpoints with one byte changed. Each test then checks its own run from what every launch
+wrote: which launch killed it where, its final weights, which process hashed which file of a
+checkpoint it resumed, the refusal of the damaged one.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,16 +156,29 @@ def run_campaign(root: Path, nproc: int) -> Campaign:
     ]
     # A kill ends its launch: each launch makes one, the killed runs taking turns.
     kills = [run.arguments(*run.kills[turn]) for turn in range(3) for run in ran.killed.values()]
+    damaged = [str(ran.out("damaged")), "--ema", "--damaged"]
     ran.plan = [
         [*uninterrupted, kills[0]],
         *([kill] for kill in kills[1:]),
-        [run.arguments() for run in ran.killed.values()],
+        [*(run.arguments() for run in ran.killed.values()), damaged],
     ]
     plan = root / "plan.json"
     plan.write_text(json.dumps(ran.plan))
     for number in range(len(ran.plan)):
+        if number == len(ran.plan) - 1:
+            damage(ran.out("uninterrupted"), ran.out("damaged"))
         ran.ended.append(launch(nproc, "--plan", str(plan), "--launch", str(number)))
     return ran
+
+
+def damage(finished: Path, out: Path) -> None:
+    """``finished``'s checkpoints copied into ``out``, one byte of the newest one's weights
+    changed (their size kept)."""
+    checkpoints = shutil.copytree(finished / "run" / "checkpoints", out / "run" / "checkpoints")
+    weights = max(checkpoints.glob("checkpoint_*")) / "accelerate" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
 
 
 @pytest.fixture(scope="module")
@@ -212,6 +228,63 @@ def test_a_killed_curriculum_resumes_to_the_uninterrupted_weights(
     killed = ran.killed["curriculum"]
     expected = ran.out("curriculum_uninterrupted")
     assert_same_weights(expected, killed.out, nproc, CURRICULUM_STEPS, killed.story)
+
+
+def events(out: Path, nproc: int) -> list[dict[str, object]]:
+    return [
+        {**json.loads(line), "rank": rank}
+        for rank in range(nproc)
+        for line in (out / f"events_rank{rank}.jsonl").read_text().splitlines()
+    ]
+
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_each_resume_hashes_each_file_of_its_checkpoint_once_on_the_machine(
+    nproc: int, campaign: Callable[[int], Campaign]
+) -> None:
+    ran = campaign(nproc)
+    for name, killed in ran.killed.items():
+        hashed = [e for e in events(killed.out, nproc) if e["event"] == "hashed"]
+        # Only the machine's local main process (rank 0) reads them; the other waits for it.
+        assert {e["rank"] for e in hashed} == {0}, killed.story
+        resumed = {(e["launch"], e["checkpoint"]) for e in hashed}
+        ran_in = [
+            n for n, runs in enumerate(ran.plan) if any(r[0] == str(killed.out) for r in runs)
+        ]
+        # A launch resumed the run from one checkpoint (the last one surely; one after a kill
+        # before the first checkpoint started afresh).
+        launches = [launch for launch, _ in resumed]
+        assert len(set(launches)) == len(launches), (name, resumed)
+        assert ran_in[-1] in launches, (name, resumed)
+        assert set(launches) <= set(ran_in[1:]), (name, resumed)
+        for launch_number, checkpoint in resumed:
+            folder = killed.out / "run" / "checkpoints" / str(checkpoint)
+            listed = json.loads((folder / "manifest.json").read_text())["files"]
+            counted = Counter(
+                e["file"]
+                for e in hashed
+                if (e["launch"], e["checkpoint"]) == (launch_number, checkpoint)
+            )
+            assert counted == dict.fromkeys(listed, 1), (name, launch_number, checkpoint)
+
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_a_damaged_file_is_refused_by_name_on_every_process(
+    nproc: int, campaign: Callable[[int], Campaign]
+) -> None:
+    ran = campaign(nproc)
+    assert ran.ended[-1].returncode == 0, ran.ended[-1].stderr[-3000:]
+    said = events(ran.out("damaged"), nproc)
+    refused = [e for e in said if e["event"] == "refused"]
+    assert [e["rank"] for e in refused] == list(range(nproc))
+    for event in refused:
+        assert event["error"] == (
+            "accelerate/model.safetensors is missing, truncated or altered"
+        ), event
+    # Hashed on the machine once, by its local main process, up to the damaged file.
+    hashed = [e for e in said if e["event"] == "hashed"]
+    assert {e["rank"] for e in hashed} == {0}
+    assert Counter(e["file"] for e in hashed)["accelerate/model.safetensors"] == 1
 
 
 def test_a_finished_run_resumes_to_nothing(

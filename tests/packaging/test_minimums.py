@@ -44,6 +44,27 @@ def test_each_dependency_is_pinned_at_its_highest_declared_minimum(tmp_path: Pat
     assert load_script().pins(root) == ["attrs==23.2", "PyYAML==6.0", "rich[jupyter]==13.1"]
 
 
+def test_an_extra_that_one_package_requires_of_another_is_pinned_too(tmp_path: Path) -> None:
+    declared = {
+        "accmt-top": ('["accmt-low[streams]>=2.0,<3"]', 'x = ["tqdm>=4.66"]'),
+        "accmt-low": (
+            '["attrs>=23.1"]',
+            'streams = ["torchdata>=0.11,<0.12", "accmt-top[x]"]\nhf = ["transformers>=4.46"]',
+        ),
+    }
+    for name, (dependencies, extras) in declared.items():
+        folder = tmp_path / "packages" / name
+        folder.mkdir(parents=True)
+        (folder / "pyproject.toml").write_text(
+            f'[project]\nname = "{name}"\nversion = "2.0.0"\ndependencies = {dependencies}\n'
+            f"[project.optional-dependencies]\n{extras}\n"
+        )
+    # The extra asked for is pinned, and the extra it asks for; not the others.
+    assert load_script().pins(tmp_path) == ["attrs==23.1", "torchdata==0.11", "tqdm==4.66"]
+    found = [(where, str(r)) for where, r in load_script().declared(tmp_path)]
+    assert ("packages/accmt-low/pyproject.toml [streams]", "torchdata<0.12,>=0.11") in found
+
+
 def test_a_dependency_without_a_minimum_is_refused(tmp_path: Path) -> None:
     root = workspace(tmp_path, {"accmt-x": ["tqdm<5"]})
     with pytest.raises(SystemExit, match=r"packages/accmt-x/pyproject.toml: tqdm<5 declares no"):

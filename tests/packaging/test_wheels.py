@@ -102,10 +102,12 @@ def test_torch_wheels_install_with_only_their_dependencies_and_run_their_example
     assert "accelerate" not in run(python, listing)
 
     install(python, wheelhouse, wheels["accmt-trainer"])
-    probe(python, "accmt-trainer", "accmt_trainer", venv)
-    # The third way: the meta-package, and the classifier example on real data.
+    found = probe(python, "accmt-trainer", "accmt_trainer", venv)
+    assert "torchdata" not in found["installed"]  # its streams extra, not required
+    # The third way: the meta-package (with what its streams need), and the classifier example
+    # on real data.
     install(python, wheelhouse, wheels["accmt"], "scikit-learn")
-    probe(python, "accmt", "accmt", venv)
+    assert "torchdata" in probe(python, "accmt", "accmt", venv)["installed"]
     out = run_script(
         python, EXAMPLES / "train_digits.py", "--epochs", "2", "--output", str(tmp_path / "digits")
     )

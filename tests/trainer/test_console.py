@@ -1,25 +1,32 @@
 """What a run says on the console: one line on how it starts (afresh, or resumed from which
-checkpoint, epoch and step) and one line per evaluation, seen on stderr by a program that
-configured no logging, and handed to the program's own handlers when it did."""
+checkpoint, epoch and step, and what the resume costs) and one line per evaluation, seen on
+stderr by a program that configured no logging, and handed to the program's own handlers when
+it did."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import re
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from torch.utils.data import IterableDataset
 
 from accmt_callbacks import Callback
 from accmt_metrics import Accuracy
 from accmt_trainer import HyperParameters, Trainer
+from accmt_trainer.checkpointing import _manifest
+from accmt_trainer.checkpointing._run_facts import FileEntry
 from accmt_trainer.console._console import console_lines, evaluation_postfix
 from accmt_trainer.console._progress_bar import ProgressBar
+from accmt_trainer.fit._start_lines import _size
 
 from .conftest import Classifier, blobs
 
@@ -59,12 +66,22 @@ def no_logging_configured() -> Iterator[None]:
         root.handlers[:] = saved
 
 
-def console_of(trainer: Trainer, capsys: pytest.CaptureFixture[str]) -> list[str]:
+def console_of(
+    trainer: Trainer, capsys: pytest.CaptureFixture[str], train: Any = TRAIN
+) -> list[str]:
     """The lines a fit writes to stderr in a program that configured no logging."""
     capsys.readouterr()
     with no_logging_configured():
-        trainer.fit(Classifier(), TRAIN, VALID)
+        trainer.fit(Classifier(), train, VALID)
     return capsys.readouterr().err.splitlines()
+
+
+def cost(checkpoint: Path) -> str:
+    """What resuming ``checkpoint`` on one process costs: every file its manifest lists is
+    verified, and read."""
+    files = json.loads((checkpoint / "manifest.json").read_text())["files"]
+    total = sum(entry["size"] for entry in files.values())
+    return f"; verified {_size(total)} once per machine, read up to {_size(total)} per process"
 
 
 def test_a_fresh_run_says_so_and_gives_one_line_per_evaluation(
@@ -85,14 +102,29 @@ def test_a_fresh_run_says_so_and_gives_one_line_per_evaluation(
     assert logging.getLogger("accmt_trainer").level == logging.NOTSET
 
 
-def test_a_run_resumed_mid_epoch_says_from_where(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_a_run_resumed_mid_epoch_says_from_where_and_hashes_each_file_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     console_of(make(tmp_path, epochs=3, callbacks=[StopAt(6)]), capsys)  # stops in epoch 2
+    checkpoint = tmp_path / "checkpoints" / "checkpoint_000002"
+    hashed: Counter[Path] = Counter()
+    describe = _manifest.describe
+
+    def counted(path: Path) -> FileEntry:
+        hashed[path] += 1
+        return describe(path)
+
+    monkeypatch.setattr(_manifest, "describe", counted)
     lines = console_of(make(tmp_path, epochs=3), capsys)
     assert lines[0] == (
         f"resuming {tmp_path} from checkpoint_000002: epoch 2/3 at batch 2/4, step 6/12"
+        + cost(checkpoint)
     )
+    # Verified once: each file of the checkpoint hashed once (the later checkpoints' files are
+    # hashed in their temporary folders, for their manifests).
+    listed = json.loads((checkpoint / "manifest.json").read_text())["files"]
+    verified = {path: n for path, n in hashed.items() if checkpoint in path.parents}
+    assert verified == {checkpoint / name: 1 for name in listed}
     steps = [match.group(3) if (match := EVALUATION.match(line)) else line for line in lines[1:]]
     assert steps == ["8", "12"]
 
@@ -118,11 +150,44 @@ def test_a_finished_run_given_more_epochs_says_it_goes_on(
     assert lines[0] == (
         f"resuming {tmp_path} from checkpoint_000002: epoch 2/3 done, step 8/12 "
         "(that run had finished; it goes on to 3 epochs)"
+        + cost(tmp_path / "checkpoints" / "checkpoint_000002")
     )
     assert len(lines) == 2
     evaluation = EVALUATION.match(lines[1])
     assert evaluation is not None
     assert evaluation.group(1, 2, 3) == ("3", "3", "12")
+
+
+class Stream(IterableDataset[Any]):
+    """TRAIN as a stream that keeps no place: a resume reads it again."""
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(TRAIN)
+
+    def __len__(self) -> int:
+        return len(TRAIN)
+
+
+def test_a_stream_resumed_mid_epoch_says_the_batches_it_reads_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    console_of(make(tmp_path, epochs=3, callbacks=[StopAt(6)]), capsys, Stream())
+    lines = console_of(make(tmp_path, epochs=3), capsys, Stream())
+    assert lines[0] == (
+        f"resuming {tmp_path} from checkpoint_000002: epoch 2/3 at batch 2/4, step 6/12"
+        + cost(tmp_path / "checkpoints" / "checkpoint_000002")
+        + "; the first 2 batches of epoch 2 of the stream are read again and skipped to "
+        "reach its place"
+    )
+    assert len(lines) == 3  # and no other line says it
+
+
+@pytest.mark.parametrize(
+    ("count", "said"),
+    [(0, "0 B"), (999, "999 B"), (4096, "4.1 kB"), (999_960, "1.0 MB"), (1_300_000_000, "1.3 GB")],
+)
+def test_sizes_are_said_in_decimal_units(count: int, said: str) -> None:
+    assert _size(count) == said
 
 
 def test_one_epoch_is_said_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,13 +23,14 @@ from accmt_trainer.checkpointing._resize import (
     merge_losses,
     position_at,
     ranks_taken_over,
+    read_by_a_process,
     refusal,
     resized_facts,
     restore_lengths,
     schedule_lengths,
     seen_here,
 )
-from accmt_trainer.checkpointing._run_facts import RunFacts
+from accmt_trainer.checkpointing._run_facts import FileEntry, RunFacts
 from accmt_trainer.data._epoch_plan import order_batches
 
 HERE = Path("state.json")
@@ -148,6 +149,26 @@ def test_each_old_process_s_losses_are_taken_by_one_process() -> None:
     empty = merge_losses([], like={"window": window})
     assert empty["window"]["count"] == 0
     assert float(empty["window"]["total"]) == 0.0
+
+
+def test_a_process_reads_the_shared_files_and_those_of_the_processes_it_takes_over() -> None:
+    sizes = {
+        "accelerate/model.safetensors": 100,
+        "accelerate/random_states_0.pkl": 10,
+        "accelerate/random_states_1.pkl": 20,
+        "accelerate/pytorch_model_fsdp_0/__0_0.distcp": 1000,
+        "accelerate/pytorch_model_fsdp_0/__1_0.distcp": 2000,
+        "process_0.safetensors": 3,
+        "process_1.safetensors": 4,
+        "object_0.safetensors": 7,
+        "state.json": 1,
+    }
+    files = {name: FileEntry(size=size, xxh3_128="0" * 32) for name, size in sizes.items()}
+    shared = 100 + 7 + 1
+    assert read_by_a_process(files, 2, 2) == shared + 20 + 2000 + 4  # process 1 reads most
+    assert read_by_a_process(files, 2, 1) == sum(sizes.values())  # one process takes both
+    # From one process onto two: process 0 takes over the files of process 0, process 1 none.
+    assert read_by_a_process(files, 1, 2) == shared + 10 + 1000 + 3
 
 
 def _optimizer() -> torch.optim.Optimizer:

@@ -1,6 +1,7 @@
 """A run that can be killed and resumed; used by tests/distributed/test_resume.py.
 
     resume_worker.py OUT [--kill-at-step N] [--kill-in-checkpoint K] [--async] [--curriculum]
+    resume_worker.py OUT --damaged
     resume_worker.py --plan PLAN.json --launch I
 
 Trains with shuffling, dropout, gradient accumulation and a warm-up scheduler, checkpointing
@@ -9,6 +10,10 @@ optimizer step N; ``--kill-in-checkpoint K`` SIGKILLs it in the middle of writin
 checkpoint of this launch (after the model and RNGs are written, before the manifest). A run
 that completes writes each process's final weights to OUT/final_rank<R>.pt.
 ``--curriculum`` trains on three stages instead (see ``curriculum``), for 24 optimizer steps.
+``--damaged`` resumes OUT/run's newest checkpoint (which the test damaged) by its index: a
+"refused" event notes the error.
+Each file of a complete checkpoint that a process hashes (to verify it: a checkpoint being
+written is hashed in its temporary folder) is noted in a "hashed" event.
 
 With ``--plan``, one launch trains several runs one after the other, each into its own OUT:
 PLAN.json lists the launches, each a list of runs (each the arguments of the first form), and
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -35,7 +41,9 @@ from _toy import clusters
 
 from accmt_callbacks import Callback
 from accmt_state import TrainingState
-from accmt_trainer import HyperParameters, StepsCurriculum, Trainer
+from accmt_trainer import CheckpointError, HyperParameters, StepsCurriculum, Trainer
+from accmt_trainer.checkpointing import _manifest
+from accmt_trainer.checkpointing._run_facts import FileEntry
 
 
 def curriculum() -> StepsCurriculum:
@@ -106,6 +114,26 @@ def kill_inside_checkpoint(which: int, events: Events) -> Iterator[None]:
         TrainingState.save = save  # type: ignore[method-assign]
 
 
+@contextmanager
+def hashes_noted(events: Events) -> Iterator[None]:
+    """Note each file of a complete checkpoint (``checkpoint_<index>``) this process hashes."""
+    describe = _manifest.describe
+
+    def noted(path: Path) -> FileEntry:
+        for folder in path.parents:
+            if re.fullmatch(r"checkpoint_\d+", folder.name):
+                where = {"checkpoint": folder.name, "file": str(path.relative_to(folder))}
+                events.note("hashed", **where)
+                break
+        return describe(path)
+
+    _manifest.describe = noted
+    try:
+        yield
+    finally:
+        _manifest.describe = describe
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
@@ -114,6 +142,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--async", dest="background", action="store_true")
     parser.add_argument("--curriculum", action="store_true")
     parser.add_argument("--ema", action="store_true")
+    parser.add_argument("--damaged", action="store_true")
     return parser.parse_args(argv)
 
 
@@ -133,6 +162,9 @@ def train(args: argparse.Namespace, launch: int) -> None:
         }
     )
     callbacks = [KillAtStep(args.kill_at_step, events)] if args.kill_at_step else []
+    resume = None
+    if args.damaged:
+        resume = int(max((args.out / "run" / "checkpoints").glob("checkpoint_*")).name[11:])
     trainer = Trainer(
         hps,
         args.out / "run",
@@ -146,10 +178,21 @@ def train(args: argparse.Namespace, launch: int) -> None:
         callbacks=callbacks,
         checkpoint_async=args.background,
         ema_decay=0.9 if args.ema else None,
+        resume=resume,
     )
+    samples = curriculum() if args.curriculum else clusters(200, seed=1)
+    if args.damaged:
+        try:
+            with hashes_noted(events):
+                trainer.fit(Classifier(), samples, clusters(48, seed=2))
+        except CheckpointError as error:
+            events.note("refused", error=str(error))
+        return
     killing = args.kill_in_checkpoint
-    with kill_inside_checkpoint(killing, events) if killing else nullcontext():
-        samples = curriculum() if args.curriculum else clusters(200, seed=1)
+    with (
+        kill_inside_checkpoint(killing, events) if killing else nullcontext(),
+        hashes_noted(events),
+    ):
         state = trainer.fit(Classifier(), samples, clusters(48, seed=2))
     model = trainer.accelerator.unwrap_model(trainer.model)
     weights = {name: value.detach().cpu() for name, value in model.state_dict().items()}

@@ -53,17 +53,18 @@ from ._background_writer import BackgroundWriter
 from ._commit import POINTER, complete_checkpoints, guarded, place, settle
 from ._folders import free_sibling, set_aside_folder
 from ._frozen import FrozenWeights
-from ._manifest import ELSEWHERE, SHARDED, check_compatible, verify
+from ._manifest import ELSEWHERE, SHARDED, check_compatible, verified_on_this_machine
 from ._parts import AccelerateSnapshot, Checkpointable, Parts, read_losses, read_tracker_runs
 from ._resize import (
     check_position,
     merge_losses,
     ranks_taken_over,
+    read_by_a_process,
     refusal,
     resized_facts,
     seen_here,
 )
-from ._run_facts import RunFacts, read_manifest
+from ._run_facts import Manifest, RunFacts, read_manifest
 from ._schedule import CheckpointSchedule, Unit, parse_checkpoint_every
 from ._tied_weights import tied_weights_unannounced
 
@@ -125,6 +126,10 @@ class Start:
     frozen: FrozenWeights | None = None
     """The model's frozen parameters (checked against the checkpoint's), which checkpoints
     leave out; None when the run takes and resumes no checkpoint, or shards its model."""
+    verified_bytes: int = 0
+    """The bytes of the checkpoint read and hashed to verify it, once on each machine."""
+    read_bytes: int = 0
+    """The most bytes of the checkpoint that one process loads (counted by file)."""
 
 
 class Checkpoints:
@@ -267,7 +272,8 @@ class Checkpoints:
         found = self._find(options.resume, facts) if options.resumes else None
         if found is None:
             return Start(facts=resized_facts(facts, TrainingState(), self.root), frozen=frozen)
-        folder, made = found
+        folder, manifest = found
+        made = manifest.facts
         if frozen is not None:
             frozen.check(folder)
         state = TrainingState.load(folder / "state.json")
@@ -281,11 +287,13 @@ class Checkpoints:
             made_on=None if made.world_size == facts.world_size else made.world_size,
             tracker_runs=read_tracker_runs(folder),
             frozen=frozen,
+            verified_bytes=sum(entry.size for entry in manifest.files.values()),
+            read_bytes=read_by_a_process(manifest.files, made.world_size, facts.world_size),
         )
 
-    def _find(self, resume: bool | int | None, facts: RunFacts) -> tuple[Path, RunFacts] | None:
-        """The checkpoint ``resume`` names and the facts of the run that made it, checked
-        against this run's; None to start afresh."""
+    def _find(self, resume: bool | int | None, facts: RunFacts) -> tuple[Path, Manifest] | None:
+        """The checkpoint ``resume`` names and its manifest, the facts of the run that made it
+        checked against this run's; None to start afresh."""
         if resume is False:
             return None
         found = self._choose(_which(resume))
@@ -293,7 +301,7 @@ class Checkpoints:
             raise CheckpointError(f"resume={resume!r}, but {self.root} holds no checkpoint")
         if found is None:
             return None
-        check_compatible(found[1], facts, found[0])
+        check_compatible(found[1].facts, facts, found[0])
         return found
 
     def _seen_here(self, folder: Path, state: TrainingState, made: RunFacts, now: RunFacts) -> int:
@@ -373,8 +381,9 @@ class Checkpoints:
         """Folders that look like finished checkpoints (renamed into place), oldest first."""
         return complete_checkpoints(self.root)
 
-    def _choose(self, which: int) -> tuple[Path, RunFacts] | None:
+    def _choose(self, which: int) -> tuple[Path, Manifest] | None:
         """The checkpoint to resume from, with its manifest, or None when there is none.
+        Each is verified once per machine, every process taking the same verdict.
 
         ``which`` is -1 for the newest intact one (a damaged newest one is passed over with a
         warning naming the file), or a checkpoint index. Folders are only ever renamed into
@@ -389,11 +398,11 @@ class Checkpoints:
                 raise CheckpointError(
                     f"no checkpoint {which} under {self.root}; available: {available}"
                 )
-            return chosen[0], verify(chosen[0]).facts
+            return chosen[0], verified_on_this_machine(chosen[0], self.accelerator)
         problems = []
         for path in reversed(candidates):
             try:
-                return path, verify(path).facts
+                return path, verified_on_this_machine(path, self.accelerator)
             except CheckpointError as error:
                 problems.append(f"{path.name}: {error}")
                 warnings.warn(

@@ -3,7 +3,9 @@
 The manifest (``_run_facts``) lists every file with its size and digest (xxh3-128, computed by
 threads over the files just written, while they are still in the page cache). A checkpoint whose
 files differ in any way from the list (a file missing, added, resized or altered, or not of the
-kind its name says) is not trusted.
+kind its name says) is not trusted. A resume verifies it once per machine
+(:func:`verified_on_this_machine`): the machine's local main process reads and checks every
+file, and the machine's other processes take its verdict.
 """
 
 from __future__ import annotations
@@ -18,12 +20,12 @@ from typing import TYPE_CHECKING
 
 import torch
 import xxhash
-from accelerate.utils import DistributedType, load
+from accelerate.utils import DistributedType, gather_object, load
 from safetensors import safe_open
 
 from accmt_state import StateError, TrainingState
 
-from .._errors import CheckpointError
+from .._errors import CheckpointError, TrainerError
 from ..console import processes
 from ._run_facts import DIGEST, MANIFEST, FileEntry, Manifest, RunFacts, read_manifest
 
@@ -85,6 +87,39 @@ def verify(folder: Path) -> Manifest:
             raise CheckpointError(f"{name} is missing, truncated or altered")
         _check_kind(path, name)
     return manifest
+
+
+def verified_on_this_machine(folder: Path, accelerator: Accelerator) -> Manifest:
+    """The checkpoint's manifest, once this machine's local main process has verified the
+    folder (:func:`verify`: every file read and hashed, and checked without running code);
+    the machine's other processes wait for its verdict and read the manifest alone. Each
+    machine verifies its own view of the folder, as machines need not share a file system.
+    A damaged checkpoint raises the same CheckpointError, naming the file, on every process.
+
+    The verdicts meet in one gather over the run's process group (every process takes part,
+    as in every call of this function: the local main processes' verdicts, the others'
+    blanks); a machine's processes have consecutive ranks from its local main's, as torchrun
+    and Accelerate's launchers number them."""
+    if accelerator.num_processes == 1 or accelerator.distributed_type == DistributedType.XLA:
+        return verify(folder)  # one process, or no object gather (XLA): each verifies
+    verdict: tuple[str, str] = ("", "")
+    failure: Exception | None = None
+    manifest = None
+    if accelerator.is_local_main_process:
+        try:
+            manifest = verify(folder)
+        except Exception as error:  # the other processes must hear of any, not wait for it
+            failure = error
+            verdict = ("damaged" if isinstance(error, CheckpointError) else "failed", str(error))
+    verdicts = gather_object([verdict])
+    kind, message = verdicts[accelerator.process_index - accelerator.local_process_index]
+    if failure is not None:
+        raise failure
+    if kind == "damaged":
+        raise CheckpointError(message)
+    if kind == "failed":
+        raise TrainerError(f"{folder} could not be verified on this machine: {message}")
+    return manifest if manifest is not None else read_manifest(folder)
 
 
 def _check_kind(path: Path, name: str) -> None:

@@ -16,6 +16,7 @@ moment of its run holds after a resize, and after another.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,13 @@ from accmt_state import TrainingState
 from .._errors import CheckpointError
 from ..console import processes
 from ..data import StageLayout
-from ._run_facts import RunFacts
+from ._run_facts import FileEntry, RunFacts
+
+# The files of one process of the checkpoint: its loss windows, its RNG states (Accelerate's),
+# its shard of a torch.distributed.checkpoint folder.
+_ONE_PROCESS = re.compile(
+    r"(?:process_|random_states_|__)(\d+)(?:_\d+)?\.(?:safetensors|pkl|distcp)"
+)
 
 # Scheduler attributes that size a schedule and that load_state_dict would put back to the
 # checkpoint's (OneCycleLR, CosineAnnealingLR, LinearLR, PolynomialLR). LambdaLR-based
@@ -168,6 +175,23 @@ def ranks_taken_over(rank: int, made_on: int, now_on: int) -> list[int]:
     """The ranks of the checkpoint whose losses (loss sums and counts) process ``rank`` of
     this run takes: every ``now_on``-th from ``rank``, so that each is taken once."""
     return list(range(rank, made_on, now_on)) if made_on != now_on else [rank]
+
+
+def read_by_a_process(files: Mapping[str, FileEntry], made_on: int, now_on: int) -> int:
+    """The most bytes of the checkpoint's ``files`` that one of this run's processes loads:
+    every file, but of those of one process of the checkpoint (``_ONE_PROCESS``), only those of
+    the processes it takes over. Counted by file: a process that reads part of a file of
+    torch.distributed.checkpoint (on another number of processes) counts all of it."""
+    shared, own = 0, [0] * now_on
+    for name, entry in files.items():
+        found = _ONE_PROCESS.fullmatch(Path(name).name)
+        if found is None:
+            shared += entry.size
+            continue
+        for rank in range(now_on):
+            if int(found[1]) in ranks_taken_over(rank, made_on, now_on):
+                own[rank] += entry.size
+    return shared + max(own)
 
 
 def merge_losses(losses: Sequence[Mapping[str, Any]], like: Mapping[str, Any]) -> dict[str, Any]:

@@ -193,12 +193,14 @@ class Fit:
             first_step=first_step,
             continued=start.tracker_runs,
         )
-        self._say_start(start, run, state)
+        self._say_start(start, run, state, resume)
         rest = None if resume is None else resume.restore()
         self.loop = loop = self._build_loop(run, state, owners, start.facts, resumed=bool(resume))
         return self._drive(loop, rest)
 
-    def _say_start(self, start: Start, run: PreparedRun, state: TrainingState) -> None:
+    def _say_start(
+        self, start: Start, run: PreparedRun, state: TrainingState, resume: Resume | None
+    ) -> None:
         accelerator = self.accelerator
         if not accelerator.is_main_process:
             return
@@ -206,7 +208,9 @@ class Fit:
             made_on, now_on = start.made_on, accelerator.num_processes
             warnings.warn(resize_warning(start.folder, made_on, now_on), stacklevel=5)
         batches = run.plan.epoch(min(state.epoch, run.epochs - 1))[1]
-        logger.info("%s", start_line(self.options.model_path, start, state, run, batches))
+        replayed = 0 if resume is None else resume.replayed()
+        line = start_line(self.options.model_path, start, state, run, batches, replayed)
+        logger.info("%s", line)
 
     def _weight_average(self) -> WeightAverage | None:
         decay = self.options.ema_decay

@@ -22,10 +22,8 @@ from ..checkpointing import (
     restore_lengths,
     schedule_lengths,
 )
-from ..console import logger
 from ..data import epoch_batches, reads_from_state
 from ..runtime import kept_rng_states
-from ._start_lines import replay_line
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -95,7 +93,7 @@ class Resume:
                 rest = iter(())
             within = seen > 0 and rest is None
         if within and not reads_from_state(loader):
-            rest = self._read_again(loader)
+            rest = self._rest_of_epoch(loader)
         # 4. Weights, optimizer, scheduler (its length this run's), gradient scaler, RNGs and a
         #    stateful loader's place: Accelerate's load_state, read with weights_only=True
         #    (the frozen weights the checkpoint left out, checked at the start, stay as they are).
@@ -111,11 +109,17 @@ class Resume:
             self.callbacks.call("on_resume")
         return rest
 
-    def _read_again(self, loader: Any) -> Iterator[Any]:
-        state = self.state
-        if isinstance(loader.dataset, IterableDataset) and self.run.accelerator.is_main_process:
-            logger.info("%s", replay_line(state.batches_seen_in_epoch, state.epoch))
-        return self._rest_of_epoch(loader)
+    def replayed(self) -> int:
+        """The batches of the interrupted epoch that :meth:`restore` reads again and skips to
+        reach the checkpoint's place: a stream's, whose loader keeps no place of its own (a
+        map-style dataset's are skipped by index, never read); 0 between epochs."""
+        run, state = self.run, self.state
+        seen = state.batches_seen_in_epoch
+        if run.reached_end(state) or not seen:
+            return 0
+        loader, total = run.plan.epoch(state.epoch)
+        stream = isinstance(loader.dataset, IterableDataset) and not reads_from_state(loader)
+        return seen if stream and (total is None or seen < total) else 0
 
     def _rest_of_epoch(self, loader: Any) -> Iterator[Any]:
         state = self.state

@@ -1,6 +1,6 @@
 """The line a run says when it starts (afresh, or resumed from which checkpoint, epoch and
-step), the one it says when a resumed run had nothing left to do, the one it says when a
-stop ended it before its end, and the one it says when it reads a stream again to resume."""
+step, and what the resume costs), the one it says when a resumed run had nothing left to do,
+and the one it says when a stop ended it before its end."""
 
 from __future__ import annotations
 
@@ -17,11 +17,18 @@ if TYPE_CHECKING:
 
 
 def start_line(
-    folder: Path, start: Start, state: TrainingState, run: PreparedRun, epoch_batches: int | None
+    folder: Path,
+    start: Start,
+    state: TrainingState,
+    run: PreparedRun,
+    epoch_batches: int | None,
+    replayed: int = 0,
 ) -> str:
     """Whether the run starts afresh or resumes, and from where: the checkpoint (and the
     number of processes that made it, where that differs), the epoch (and the batch within
-    it, mid-epoch) and the optimizer step."""
+    it, mid-epoch) and the optimizer step; then what the resume costs: the checkpoint's bytes
+    verified (once per machine) and loaded (by the process that loads most), and the
+    ``replayed`` batches of a stream read again and skipped to reach the checkpoint's place."""
     epochs, steps, checkpoint = run.epochs, run.total_steps, start.folder
     if checkpoint is None:
         return (
@@ -39,7 +46,31 @@ def start_line(
     line += f", step {state.global_step}/{steps}"
     if state.finished:
         line += f" (that run had finished; it goes on to {_count(epochs, 'epoch')})"
+    line += (
+        f"; verified {_size(start.verified_bytes)} once per machine, read up to "
+        f"{_size(start.read_bytes)} per process"
+    )
+    if replayed:
+        first, are = (
+            ("first batch", "is") if replayed == 1 else (f"first {replayed} batches", "are")
+        )
+        line += (
+            f"; the {first} of epoch {state.epoch + 1} of the stream {are} read again and "
+            "skipped to reach its place"
+        )
     return line
+
+
+def _size(count: int) -> str:
+    """``count`` bytes, in decimal units: ``512 B``, ``4.1 kB``, ``1.3 GB``."""
+    if count < 1000:
+        return f"{count} B"
+    value = float(count)
+    for unit in ("kB", "MB", "GB", "TB"):
+        value /= 1000
+        if round(value, 1) < 1000 or unit == "TB":
+            break
+    return f"{value:.1f} {unit}"
 
 
 def _count(count: int, thing: str) -> str:
@@ -62,13 +93,4 @@ def stopped_line(reason: str, state: TrainingState, checkpoint: Path | None) -> 
     return (
         f"stopped at {where} ({reason or 'a stop was asked'}): the run did not finish; {saved}; "
         "fit again (run the script again) to resume it"
-    )
-
-
-def replay_line(seen: int, epoch: int) -> str:
-    """A stream resumed within an epoch: it has no index to start from, so it is read again."""
-    batches = f"{seen} batch" if seen == 1 else f"{seen} batches"
-    return (
-        f"the training data is a stream: its first {batches} of epoch {epoch + 1} are read "
-        "again and skipped to reach the checkpoint's place in it"
     )

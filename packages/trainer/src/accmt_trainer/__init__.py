@@ -23,7 +23,13 @@ from .config import (
     register_optimizer,
     register_scheduler,
 )
-from .data import Curriculum, RangeCurriculum, RatioCurriculum, StepsCurriculum
+from .data import (
+    Curriculum,
+    RangeCurriculum,
+    RatioCurriculum,
+    StepsCurriculum,
+    TokenBudgetBatchSampler,
+)
 from .inference import iter_predictions, load_predictions
 from .runtime import seed_everything
 
@@ -44,6 +50,7 @@ __all__ = [
     "Scheduler",
     "StepOutputError",
     "StepsCurriculum",
+    "TokenBudgetBatchSampler",
     "Trainer",
     "TrainerConfigError",
     "TrainerError",

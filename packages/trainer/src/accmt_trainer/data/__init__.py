@@ -1,5 +1,6 @@
 """What a run reads: the loaders the Trainer builds, curricula and their stages, the plan of
-each epoch's loader and batches, and the checks that no dataset or loader is empty."""
+each epoch's loader and batches, batches by token budget, and the checks that no dataset or
+loader is empty."""
 
 from ._checks import check_data, check_datasets, check_not_empty
 from ._curriculum import Curriculum, RangeCurriculum, RatioCurriculum, StepsCurriculum
@@ -14,6 +15,7 @@ from ._loaders import (
 )
 from ._stages import Stages, TrainData, training_data
 from ._streams import check_stream, prepare_stream_evaluation, reads_from_state, streams_split
+from ._token_budget import TokenBudgetBatchSampler, plan_budget
 
 __all__ = [
     "Curriculum",
@@ -24,6 +26,7 @@ __all__ = [
     "StageLayout",
     "Stages",
     "StepsCurriculum",
+    "TokenBudgetBatchSampler",
     "TrainData",
     "check_data",
     "check_datasets",
@@ -33,6 +36,7 @@ __all__ = [
     "evaluation_loader",
     "length_or_none",
     "named_sets",
+    "plan_budget",
     "prepare_stream_evaluation",
     "reads_from_state",
     "samples",

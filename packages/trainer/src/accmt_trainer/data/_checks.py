@@ -1,5 +1,6 @@
-"""The data checks before anything is written: no dataset or loader of a run may be empty.
-An empty dataset is named by where it was given; a shuffling loader would refuse it obscurely."""
+"""The data checks before anything is written: no dataset or loader of a run may be empty (an
+empty dataset is named by where it was given; a shuffling loader would refuse it obscurely),
+and a loader batched by token budget has the dataset and the collator its sampler needs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._errors import TrainerConfigError
+from ._token_budget import budget_sampler
 
 
 def check_not_empty(dataset: Any, what: str) -> None:
@@ -43,6 +45,37 @@ def check_data(train_loaders: Sequence[Any], val_loaders: Mapping[str, Any]) -> 
                 f"Trainer.fit(val_dataset=...): validation set {key!r} gives no batch "
                 f"({_size(loader)}); give it samples, or leave it out"
             )
+
+
+def check_token_budget(loader: Any, option: str) -> None:
+    """A loader whose batches a ``TokenBudgetBatchSampler`` (given as ``option``) makes: one
+    length per sample of its dataset, and with ``packed=True`` a collate function that joins
+    a batch's samples into one row, which says so with a true ``flattens_sequences`` attribute
+    (accmt-collators' ``DataCollatorWithFlattening`` does; so may a user's own)."""
+    sampler = budget_sampler(loader)
+    if sampler is None:
+        return
+    dataset = getattr(loader, "dataset", None)
+    try:
+        size = len(dataset) if dataset is not None else None
+    except TypeError:
+        size = None
+    if size is not None and size != len(sampler.lengths):
+        raise TrainerConfigError(
+            f"Trainer({option}={sampler!r}): it has {len(sampler.lengths)} lengths but the "
+            f"dataset it batches ({type(dataset).__name__}) has {size} samples; give one "
+            "length per sample"
+        )
+    collate = getattr(loader, "collate_fn", None)
+    if sampler.packed and not getattr(collate, "flattens_sequences", False):
+        name = getattr(collate, "__qualname__", None) or type(collate).__qualname__
+        raise TrainerConfigError(
+            f"Trainer({option}={sampler!r}): packed=True counts a batch as the sum of its "
+            f"lengths, but the collate function {name} does not join a batch's samples into "
+            "one row (it has no flattens_sequences = True), so it would pad them and compute "
+            "more than max_tokens; give collate_fn=accmt_collators."
+            "DataCollatorWithFlattening(), or packed=False"
+        )
 
 
 def _size(loader: Any) -> str:

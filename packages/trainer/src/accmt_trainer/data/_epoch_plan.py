@@ -19,6 +19,7 @@ from torch.utils.data import BatchSampler, IterableDataset
 
 from ._loaders import length_or_none
 from ._streams import reads_from_state
+from ._token_budget import plan_budget
 
 if TYPE_CHECKING:
     from accelerate import Accelerator
@@ -141,6 +142,9 @@ def epoch_batches(accelerator: Accelerator, loader: Any, epoch: int, seen: int) 
     """The batches ``loader`` gives in ``epoch``, past the ``seen`` that a resumed run already
     consumed (a loader that resumes from its own state starts at its place)."""
     loader.set_epoch(epoch)
+    # A token-budget sampler plans the epoch for the processes its batches are dealt to
+    # (Accelerate passes the epoch on to it only on one process).
+    plan_budget(loader, epoch)
     # A collate_fn whose randomness follows the epoch (accmt-collators' masking ones)
     # learns it here, before the iterator copies it into DataLoader workers.
     set_collate_epoch = getattr(loader.collate_fn, "set_epoch", None)

@@ -13,6 +13,7 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, IterableDataset,
 from .._errors import TrainerConfigError
 from .._module import AcceleratorModule, overrides
 from ..config import HyperParameters
+from ._checks import check_token_budget
 from ._curriculum import Stage
 
 DEFAULT_SET = "validation"
@@ -62,28 +63,37 @@ def train_loader(
 ) -> DataLoader[Any]:
     """The loader of one dataset, or of one stage with its own DataLoader keyword arguments."""
     _, dataset, loader_kwargs = stage
-    own = module.get_train_dataloader(dataset)
-    if own is not None:
-        return own
-    try:
-        return _loader(
-            module, dataset, hps.train_batch_size, options, train=True, loader_kwargs=loader_kwargs
-        )
-    except (TypeError, ValueError) as error:
-        if not loader_kwargs:
-            raise
-        raise TrainerConfigError(
-            f"Trainer.fit(train_dataset=...): a stage's dataloader_kwargs {loader_kwargs!r} do "
-            f"not make a DataLoader: {error}"
-        ) from error
+    loader = module.get_train_dataloader(dataset)
+    if loader is None:
+        try:
+            loader = _loader(
+                module,
+                dataset,
+                hps.train_batch_size,
+                options,
+                train=True,
+                loader_kwargs=loader_kwargs,
+            )
+        except (TypeError, ValueError) as error:
+            if not loader_kwargs:
+                raise
+            raise TrainerConfigError(
+                f"Trainer.fit(train_dataset=...): a stage's dataloader_kwargs {loader_kwargs!r} "
+                f"do not make a DataLoader: {error}"
+            ) from error
+    check_token_budget(loader, "batch_sampler")
+    return loader
 
 
 def evaluation_loader(
     module: AcceleratorModule, dataset: Dataset[Any], hps: HyperParameters, options: LoaderOptions
 ) -> DataLoader[Any]:
     """The loader of a set to evaluate or predict: the module's own, else the Trainer's."""
-    own = module.get_validation_dataloader(dataset)
-    return own or _loader(module, dataset, hps.val_batch_size, options, train=False)
+    loader = module.get_validation_dataloader(dataset)
+    if loader is None:
+        loader = _loader(module, dataset, hps.val_batch_size, options, train=False)
+    check_token_budget(loader, "val_batch_sampler")
+    return loader
 
 
 def named_sets(

@@ -33,6 +33,7 @@ from ..data import (
     Stages,
     check_data,
     evaluation_loader,
+    plan_budget,
     prepare_stream_evaluation,
     samples,
     streams_split,
@@ -129,6 +130,10 @@ def prepare_data(
         module.teacher = accelerator.prepare_model(module.teacher, evaluation_mode=True)
         module.teacher.eval()
     module.model = model
+    for loader in prepared_train:
+        # A token-budget sampler plans a multiple of the processes' number of batches: its
+        # length, which sizes the schedule, is then the epoch's.
+        plan_budget(loader)
     accumulation = accelerator.gradient_accumulation_steps
     plan = EpochPlan.build(prepared_train, stages.end_steps if stages else None, accumulation)
     # Before the schedule is sized by the loaders' lengths: an empty one is named, not a 0.

@@ -48,6 +48,9 @@ comparison is fair and exact; a check before the rounds measures, on the first b
 document's logits in a flattened row against the document alone, with ``use_cache`` at
 GPT-2's default and with it off, for both collators, and prints it.
 
+``--device cuda`` synchronises the GPU at each step's end; it is written for a GPU but was not
+run on one yet. Not in run_all.py (lm.py is not).
+
 Goal (issue 41): accmt's best at least 2x accmt padded, and ahead of HF Trainer's best.
 """
 
@@ -178,7 +181,8 @@ def model_inputs(batch: dict[str, Any]) -> dict[str, Any]:
 class Meter:
     """The loss every run uses, and what each optimizer step trained and when it ended."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: str) -> None:
+        self.cuda = device == "cuda"
         self.began = time.perf_counter()
         self.stamps: list[float] = []
         self.useful: list[int] = []  # per optimizer step
@@ -204,6 +208,10 @@ class Meter:
         return summed, count
 
     def tick(self) -> None:
+        if self.cuda:  # a step is its device work
+            import torch
+
+            torch.cuda.synchronize()
         self.stamps.append(time.perf_counter())
         self.useful.append(self.pending[0])
         self.positions.append(self.pending[1])
@@ -236,7 +244,7 @@ def accmt(job: Job, data: list[dict[str, Any]]) -> Meter:
     from accmt_collators import DataCollatorWithFlattening
     from accmt_trainer import AcceleratorModule, HyperParameters, TokenBudgetBatchSampler, Trainer
 
-    meter = Meter()
+    meter = Meter(job.device)
     lengths = [len(sample["input_ids"]) for sample in data]
     collate: Any = Collate(None)
     sampler = None
@@ -300,7 +308,7 @@ def hf_trainer(job: Job, data: list[dict[str, Any]]) -> Meter:
     from lm import reset_accelerate
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
-    meter = Meter()
+    meter = Meter(job.device)
 
     class StepClock(TrainerCallback):
         def on_step_end(self, *args: Any, **kwargs: Any) -> None:

@@ -5,6 +5,7 @@ Lightning: the same model, data, order, batch and optimizer in each.
     ./hatchw run python benchmarks/lm.py --quick      # a smoke run: its figures mean nothing
     ./hatchw run python benchmarks/lm.py --device cuda --threads 8   # on a GPU (see below)
     ./hatchw run python benchmarks/lm.py --wide-configs base tokens accum compile --rounds 9
+    ./hatchw run python benchmarks/lm.py --corpus stdlib   # real documents: padded or packed
 
 The model is transformers' ``GPT2LMHeadModel``, randomly initialised (seed 0): 2 layers, 128 wide
 (and, by default for the base configuration only, 512 wide: 4x), heads 32 wide, a vocabulary

@@ -21,16 +21,13 @@ IGNORED = -100  # the label of padding, as Hugging Face's collators give it
 LENGTHS = (3, 16, 1, 9, 5, 12, 2, 7, 14, 4, 10)
 
 
-def tiny_gpt2(seed: int = 0) -> transformers.GPT2LMHeadModel:
+def tiny_gpt2(seed: int = 0, **overrides: float) -> transformers.GPT2LMHeadModel:
+    """``overrides``: other values of the GPT2Config's fields (``resid_pdrop=0.0``, ...)."""
     import transformers  # accmt-trainer's hf extra, in the development environment
 
+    fields: dict[str, float | bool] = {"n_embd": 16, "n_layer": 1, "n_head": 2, **overrides}
     config = transformers.GPT2Config(
-        vocab_size=VOCABULARY,
-        n_positions=POSITIONS,
-        n_embd=16,
-        n_layer=1,
-        n_head=2,
-        use_cache=False,
+        vocab_size=VOCABULARY, n_positions=POSITIONS, use_cache=False, **fields
     )
     torch.manual_seed(seed)
     return transformers.GPT2LMHeadModel(config)

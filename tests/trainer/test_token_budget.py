@@ -16,7 +16,7 @@ from accelerate import Accelerator
 from accelerate.data_loader import BatchSamplerShard
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 from accmt_trainer import (
     AcceleratorModule,
@@ -27,6 +27,7 @@ from accmt_trainer import (
 )
 from accmt_trainer.data._epoch_plan import epoch_batches
 from accmt_trainer.data._token_budget import plan_budget
+from tests.distributed.workers._sequences import Sequences, pad
 
 
 def lengths_of(count: int, seed: int = 0, longest: int = 24) -> list[int]:
@@ -107,28 +108,6 @@ def test_it_draws_from_no_global_rng() -> None:
     before = torch.get_rng_state()
     list(sampler)
     assert torch.equal(torch.get_rng_state(), before)
-
-
-class Sequences(Dataset[dict[str, Any]]):
-    """Sample ``i``: ``lengths[i]`` token ids, and its index."""
-
-    def __init__(self, lengths: list[int]) -> None:
-        self.lengths = lengths
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        ids = [(index * 7 + step) % 31 + 1 for step in range(self.lengths[index])]
-        return {"input_ids": ids, "index": index}
-
-
-def pad(samples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-    longest = max(len(sample["input_ids"]) for sample in samples)
-    ids = torch.zeros(len(samples), longest, dtype=torch.long)
-    for row, sample in enumerate(samples):
-        ids[row, : len(sample["input_ids"])] = torch.tensor(sample["input_ids"])
-    return {"input_ids": ids, "index": torch.tensor([sample["index"] for sample in samples])}
 
 
 def test_a_resumed_epoch_reads_the_rest_of_the_same_plan() -> None:

@@ -22,42 +22,17 @@ from typing import Any
 
 import torch
 
-# The worker next to this one; run as a script, this folder is on the path.
+# The modules next to this one; run as a script, this folder is on the path.
+from _sequences import VOCABULARY, Sequences, pad
 from resume_worker import Events, KillAtStep
-from torch.utils.data import Dataset
 
 from accmt_trainer import AcceleratorModule, HyperParameters, TokenBudgetBatchSampler, Trainer
 
 MAX_TOKENS = 40
-VOCABULARY = 32
 
 
 def lengths() -> list[int]:
     return torch.randint(1, 17, (60,), generator=torch.Generator().manual_seed(5)).tolist()
-
-
-class Sequences(Dataset[dict[str, Any]]):
-    def __init__(self, lengths: list[int]) -> None:
-        self.lengths = lengths
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        ids = [(index * 5 + step) % (VOCABULARY - 1) + 1 for step in range(self.lengths[index])]
-        return {"input_ids": ids, "index": index, "label": index % 2}
-
-
-def pad(samples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-    longest = max(len(sample["input_ids"]) for sample in samples)
-    ids = torch.zeros(len(samples), longest, dtype=torch.long)
-    for row, sample in enumerate(samples):
-        ids[row, : len(sample["input_ids"])] = torch.tensor(sample["input_ids"])
-    return {
-        "input_ids": ids,
-        "index": torch.tensor([sample["index"] for sample in samples]),
-        "label": torch.tensor([sample["label"] for sample in samples]),
-    }
 
 
 class MeanOfTokens(torch.nn.Module):

@@ -227,15 +227,10 @@ class DataCollatorWithFlattening:
     ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         width = self.max_length
         assert width is not None
-        cut = {i: len(ids) - width for i, ids in enumerate(tokens) if len(ids) > width}
-        if cut:
-            which = ", ".join(f"samples[{i}] lost {dropped}" for i, dropped in cut.items())
-            warnings.warn(
-                f"{owner}: {len(cut)} sequence(s) longer than max_length={width} were cut to "
-                f"it, {sum(cut.values())} token(s) dropped ({which})",
-                UserWarning,
-                stacklevel=4,
-            )
+        cut = {
+            f"samples[{i}]": len(ids) - width for i, ids in enumerate(tokens) if len(ids) > width
+        }
+        say_cut(owner, "sequence(s)", cut, width, stacklevel=5)
         return [ids[:width] for ids in tokens], [ids[:width] for ids in labels]
 
     def _lay_out(
@@ -291,6 +286,18 @@ class DataCollatorWithFlattening:
         if indices[0] is not None:
             batch[DOCUMENT_SPANS] = spans
         return batch
+
+
+def say_cut(owner: str, what: str, cut: dict[str, int], width: int, *, stacklevel: int) -> None:
+    """One warning for the ``cut`` places (name: tokens dropped) cut to ``width``, if any."""
+    if cut:
+        which = ", ".join(f"{place} lost {dropped}" for place, dropped in cut.items())
+        warnings.warn(
+            f"{owner}: {len(cut)} {what} longer than max_length={width} were cut to it, "
+            f"{sum(cut.values())} token(s) dropped ({which})",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def read_document(

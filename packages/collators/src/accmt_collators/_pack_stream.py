@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -11,7 +10,7 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from ._errors import CollatorError
-from ._flattening import best_fit_decreasing, read_document
+from ._flattening import best_fit_decreasing, read_document, say_cut
 
 OWNER = "pack_stream"
 
@@ -194,16 +193,11 @@ class PackedStream(IterableDataset[list[dict[str, Any]]]):
         """The window's documents, cut to ``max_length``, packed best-fit decreasing."""
         width = self.max_length
         cut = {
-            first + k: len(ids) - width for k, (ids, _, _) in enumerate(window) if len(ids) > width
+            f"document {first + k}": len(ids) - width
+            for k, (ids, _, _) in enumerate(window)
+            if len(ids) > width
         }
-        if cut:
-            which = ", ".join(f"document {n} lost {dropped}" for n, dropped in cut.items())
-            warnings.warn(
-                f"{OWNER}: {len(cut)} document(s) longer than max_length={width} were cut to "
-                f"it, {sum(cut.values())} token(s) dropped ({which})",
-                UserWarning,
-                stacklevel=2,
-            )
+        say_cut(OWNER, "document(s)", cut, width, stacklevel=3)
         documents = []
         for ids, labels, index in window:
             document: dict[str, Any] = {"input_ids": ids[:width]}

@@ -2,7 +2,7 @@
 each epoch's loader and batches, batches by token budget, and the checks that no dataset or
 loader is empty."""
 
-from ._checks import check_data, check_datasets, check_not_empty
+from ._checks import check_data, check_datasets, check_flattening, check_not_empty
 from ._curriculum import Curriculum, RangeCurriculum, RatioCurriculum, StepsCurriculum
 from ._epoch_plan import EpochPlan, StageLayout, epoch_batches
 from ._loaders import (
@@ -30,6 +30,7 @@ __all__ = [
     "TrainData",
     "check_data",
     "check_datasets",
+    "check_flattening",
     "check_not_empty",
     "check_stream",
     "epoch_batches",

@@ -67,7 +67,7 @@ def check_token_budget(loader: Any, option: str) -> None:
             "length per sample"
         )
     collate = getattr(loader, "collate_fn", None)
-    if sampler.packed and not getattr(collate, "flattens_sequences", False):
+    if sampler.packed and not flattens(collate):
         name = getattr(collate, "__qualname__", None) or type(collate).__qualname__
         raise TrainerConfigError(
             f"Trainer({option}={sampler!r}): packed=True counts a batch as the sum of its "
@@ -93,3 +93,26 @@ def _length(loader: Any) -> int | None:
         return len(loader)
     except TypeError:
         return None
+
+
+def flattens(collate_fn: object) -> bool:
+    """Whether ``collate_fn`` joins a batch's samples into rows, as it says with a true
+    ``flattens_sequences`` attribute (accmt-collators' ``DataCollatorWithFlattening`` does; so
+    may a user's own). Read by duck typing: accmt-trainer does not import accmt-collators."""
+    return getattr(collate_fn, "flattens_sequences", False) is True
+
+
+def check_flattening(loader: object, where: str) -> None:
+    """A loader whose collate_fn says it flattens (``flattens_sequences``) must give
+    ``position_ids``. ``where`` names the loader's data in the error (``"Trainer.fit: the
+    training data"``)."""
+    collate_fn = getattr(loader, "collate_fn", None)
+    if not flattens(collate_fn):
+        return
+    if getattr(collate_fn, "return_position_ids", True) is False:
+        raise TrainerConfigError(
+            f"{where}: its collate_fn {type(collate_fn).__name__} flattens batches with "
+            "return_position_ids=False, so a model would see each row as one sequence: every "
+            "document would attend to the ones before it and take positions after theirs; "
+            "make it with return_position_ids=True"
+        )

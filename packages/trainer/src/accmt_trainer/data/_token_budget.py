@@ -81,7 +81,8 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
         self.seed: int = int(seed)
         self.epoch: int = 0
         self.num_processes: int = 1
-        ascending = torch.sort(torch.tensor(self.lengths), stable=True)
+        self._lengths = torch.tensor(self.lengths)
+        ascending = torch.sort(self._lengths, stable=True)
         self._ascending: torch.Tensor = ascending.indices
         self._formed: list[tuple[int, int]] = _greedy(
             ascending.values.tolist(), self.max_tokens, packed=self.packed
@@ -124,7 +125,7 @@ class TokenBudgetBatchSampler(Sampler[list[int]]):
             # The sorted order with the ties among equal lengths drawn: the same lengths at
             # the same places, so every batch costs what it cost before.
             drawn = torch.randperm(len(self.lengths), generator=generator)
-            order = drawn[torch.sort(torch.tensor(self.lengths)[drawn], stable=True).indices]
+            order = drawn[torch.sort(self._lengths[drawn], stable=True).indices]
             batch_order = torch.randperm(len(self._spans), generator=generator)
         indices = order.tolist()
         for which in batch_order.tolist():

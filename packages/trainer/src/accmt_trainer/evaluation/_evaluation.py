@@ -19,6 +19,7 @@ from ..config import Monitor
 from ..data import length_or_none
 from ..runtime import reshard
 from ._consolidation import Extra, MetricConsolidation, Predicate, make_consolidation
+from ._documents import take_documents
 from ._metric_sets import MetricsOption
 from ._set_loss import SetLoss
 from ._step_outputs import split_validation_output, validation_call
@@ -159,11 +160,16 @@ class Evaluation:
         self, key: str, batch: Any, loss: SetLoss, metrics: Mapping[str, Metric]
     ) -> None:
         assert self.validation_step is not None  # there is a batch, so there are sets
+        # A flattened batch's document_spans never reach the step: its per-token outputs are
+        # cut back into documents for the metrics (the loss, a sum over tokens, needs no cut).
+        batch, documents = take_documents(batch, loss.where)
         output = self.validation_step(key, batch)
         split = split_validation_output(loss.where, key, output, metrics)
         if split.loss is not None:
             loss.add(split.loss, split.items)
         for name, args in split.arguments.items():
+            if documents is not None:
+                args = documents.metric_arguments(args)
             metrics[name].add_batch(*args)
 
     def _values(

@@ -15,7 +15,7 @@ from .._module import ExtendedAcceleratorModule
 from ..checkpointing import RunFacts, Unit
 from ..console import evaluation_postfix, logger, metrics_line
 from ..data import epoch_batches
-from ..evaluation import split_training_output
+from ..evaluation import split_training_output, without_documents
 from ..runtime import LoggingOptions, Usage
 from ._loop_options import LoopOptions
 from ._owners import Owners
@@ -71,6 +71,7 @@ class TrainingLoop:
         )
         self._epoch_batches = run.plan.epoch(0)[1]  # batches the current epoch reads
         self._summed: bool | None = None  # whether the steps give num_items (the first says)
+        self._where = f"{type(module).__name__}.training_step(batch)"
 
     # ----------------------------------------------------------------------------- run
 
@@ -186,7 +187,8 @@ class TrainingLoop:
         self.callbacks.call("on_before_training_step", batch)
         owners.optimizer_step.start_batch()
         with accelerator.accumulate(self.run.model) if self._accumulating else _NO_CONTEXT:
-            output = self.module.training_step(batch)
+            # A flattened batch's document_spans are for evaluation: they never reach a model.
+            output = self.module.training_step(without_documents(batch, self._where))
             loss, items = split_training_output(self.module, output, may_be_none=self._extended)
             self._check_items_given(items)
             self.throughput.count(items)

@@ -32,6 +32,7 @@ from ..data import (
     LoaderOptions,
     Stages,
     check_data,
+    check_flattening,
     evaluation_loader,
     plan_budget,
     prepare_stream_evaluation,
@@ -108,6 +109,11 @@ def prepare_data(
         key: evaluation_loader(module, dataset, hps, loader_options)
         for key, dataset in val_sets.items()
     }
+    # A flattening collate_fn must give position_ids, or documents would attend to each other.
+    for loader in train_loaders:
+        check_flattening(loader, "Trainer.fit: the training data")
+    for key, loader in val_loaders.items():
+        check_flattening(loader, f"Trainer.fit: validation set {key!r}")
     # None: Accelerate's own placement (on the device); False: the batches stay on the CPU.
     placement = None if loader_options.batch_device_placement else False
     with streams_split(accelerator, train_loaders, loader_options.dispatch_streams):

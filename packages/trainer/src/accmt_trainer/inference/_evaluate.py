@@ -51,7 +51,9 @@ def evaluate(
     job = inference_job(options, module, weights, "Trainer.evaluate", state=state, log=log)
     with job as accelerator:
         loaders = {
-            key: inference_loader(accelerator, options, module, dataset)
+            key: inference_loader(
+                accelerator, options, module, dataset, f"Trainer.evaluate: set {key!r}"
+            )
             for key, dataset in sets.items()
         }
         tracking = options.logging_options

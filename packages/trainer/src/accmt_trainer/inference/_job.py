@@ -24,7 +24,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 from .._errors import TrainerConfigError
 from .._module import RunHandle, bind_module
 from ..checkpointing import load_weights, parse_rule
-from ..data import evaluation_loader, prepare_stream_evaluation
+from ..data import check_flattening, evaluation_loader, prepare_stream_evaluation
 from ..runtime import (
     ProcessGroupScope,
     drop_mixed_precision_forward,
@@ -88,9 +88,12 @@ def inference_loader(
     options: InferenceOptions,
     module: AcceleratorModule,
     dataset: Dataset[Any],
+    where: str,
 ) -> DataLoader[Any]:
-    """The prepared loader of ``dataset``: this process's batches, each sample once overall."""
+    """The prepared loader of ``dataset``: this process's batches, each sample once overall.
+    ``where`` names the data in errors."""
     loader = evaluation_loader(module, dataset, options.hps, options.loader_options)
+    check_flattening(loader, where)
     placement = None if options.loader_options.batch_device_placement else False
     if isinstance(loader.dataset, IterableDataset) and accelerator.num_processes > 1:
         return prepare_stream_evaluation(accelerator, loader, placement)

@@ -19,6 +19,7 @@ from ..checkpointing import check_writable, replace_folder
 from ..config import check_shard_size
 from ..console import shows_progress
 from ..data import check_not_empty, length_or_none
+from ..evaluation import take_documents
 from ._job import Weights, inference_job, inference_loader
 from ._predictions import ShardWriter, Structure, concatenate, flatten, samples_in, write_index
 
@@ -58,7 +59,7 @@ def predict(
         check_shard_size(max_shard_size)
         check_writable([("output_dir", folder.parent)])
     with inference_job(options, module, weights, call, state=state, log=log) as accelerator:
-        loader = inference_loader(accelerator, options, module, data)
+        loader = inference_loader(accelerator, options, module, data, f"{call}(data=...)")
         if folder is None:
             structure, batches = _predict_batches(accelerator, options, module, loader, None)
             return _assembled(accelerator, structure, batches)
@@ -101,7 +102,13 @@ def _predict_batches(
             # Accelerate deals batch k of the one-process order to process k % processes.
             index = rank + position * processes
             where = f"{type(module).__name__}.predict_step(batch {index})"
-            found, leaves = flatten(module.predict_step(batch), where)
+            # A flattened batch: document_spans never reach the step, and its outputs are
+            # cut back into one prediction per document, in the order of their indices.
+            batch, documents = take_documents(batch, where)
+            output = module.predict_step(batch)
+            if documents is not None:
+                output = documents.predictions(output)
+            found, leaves = flatten(output, where)
             samples_in(leaves, where)
             if structure is not None and found != structure:
                 raise TrainerConfigError(

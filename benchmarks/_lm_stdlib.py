@@ -2,7 +2,7 @@
 real, variable-length documents, batched in the ways that waste fewer pad tokens, under accmt
 and HF Trainer.
 
-    ./hatchw run python benchmarks/lm.py --corpus stdlib            # about 6 minutes, 2 cores
+    ./hatchw run python benchmarks/lm.py --corpus stdlib            # not yet timed idle
     ./hatchw run python benchmarks/lm.py --corpus stdlib --quick    # a smoke run
 
 The documents are the standard library's top-level functions and classes in a byte-level BPE
@@ -47,6 +47,9 @@ document attend to those before it. Every run here sets ``config.use_cache=False
 comparison is fair and exact; a check before the rounds measures, on the first batch, each
 document's logits in a flattened row against the document alone, with ``use_cache`` at
 GPT-2's default and with it off, for both collators, and prints it.
+
+Time: the one full run so far, with the 2 cores loaded (load average 5) and ``--rounds 3``,
+took 18 minutes; on idle cores with the default 5 rounds it is not yet timed.
 
 ``--device cuda`` synchronises the GPU at each step's end; it is written for a GPU but was not
 run on one yet. Not in run_all.py (lm.py is not).

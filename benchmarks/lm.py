@@ -5,6 +5,7 @@ Lightning: the same model, data, order, batch and optimizer in each.
     ./hatchw run python benchmarks/lm.py --quick      # a smoke run: its figures mean nothing
     ./hatchw run python benchmarks/lm.py --device cuda --threads 8   # on a GPU (see below)
     ./hatchw run python benchmarks/lm.py --wide-configs base tokens accum compile --rounds 9
+    ./hatchw run python benchmarks/lm.py --corpus stdlib   # real documents: padded or packed
 
 The model is transformers' ``GPT2LMHeadModel``, randomly initialised (seed 0): 2 layers, 128 wide
 (and, by default for the base configuration only, 512 wide: 4x), heads 32 wide, a vocabulary
@@ -687,6 +688,16 @@ def arguments() -> argparse.Namespace:
         help="start every framework with glibc's mmap and trim thresholds fixed at 1 GiB",
     )
     parser.add_argument("--quick", action="store_true", help="a smoke run: tiny and short")
+    parser.add_argument(
+        "--corpus",
+        choices=["random", "stdlib"],
+        default="random",
+        help="stdlib: useful tokens/s on the standard library's documents, padded, by token "
+        "budget, flattened and packed, under accmt and HF Trainer (see _lm_stdlib.py)",
+    )
+    parser.add_argument(
+        "--documents", type=int, default=160, help="--corpus stdlib: documents a round trains"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
@@ -722,6 +733,11 @@ def main() -> None:
     args = arguments()
     if args.child is not None:
         child(Job(**json.loads(args.child)))
+        return
+    if args.corpus == "stdlib":
+        import _lm_stdlib
+
+        _lm_stdlib.main(args)
         return
     pairs, notes = plan(args)
     timed = ", ".join(

@@ -4,7 +4,7 @@ and losses kept on the device (a validation set's own, token-weighted with ``num
 
 from ._consolidation import Extra, Predicate
 from ._evaluation import Evaluation, EvaluationOptions, Results
-from ._loss_window import Items, TrainingLosses
+from ._loss_window import Items, TrainingLosses, scalar
 from ._metric_sets import MetricsOption, metrics_per_set
 from ._step_outputs import split_training_output
 
@@ -18,5 +18,6 @@ __all__ = [
     "Results",
     "TrainingLosses",
     "metrics_per_set",
+    "scalar",
     "split_training_output",
 ]

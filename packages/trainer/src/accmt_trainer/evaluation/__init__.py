@@ -6,7 +6,7 @@ flattened batches taken apart per document."""
 from ._consolidation import Extra, Predicate
 from ._documents import take_documents, without_documents
 from ._evaluation import Evaluation, EvaluationOptions, Results
-from ._loss_window import Items, TrainingLosses
+from ._loss_window import Items, TrainingLosses, scalar
 from ._metric_sets import MetricsOption, metrics_per_set
 from ._step_outputs import split_training_output
 
@@ -20,6 +20,7 @@ __all__ = [
     "Results",
     "TrainingLosses",
     "metrics_per_set",
+    "scalar",
     "split_training_output",
     "take_documents",
     "without_documents",

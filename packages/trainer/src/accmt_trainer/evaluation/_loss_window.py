@@ -34,12 +34,14 @@ class LossWindow:
     """A running sum of losses kept on the device: adding costs no host sync; reading does one.
 
     A plain loss is a mean and weighs 1; a summed loss comes with the number of items it sums,
-    and the window's mean is then the mean over those items (a token-weighted loss). Losses
-    are kept as lists of detached tensors, folded into the sums every FOLD of them: appending
-    costs a tenth of a microsecond where an in-place tensor add costs several.
+    and the window's mean is then the mean over those items (a token-weighted loss). Each loss
+    (and tensor item count) is added in place to the sums, which are made with the window:
+    nothing a step allocates outlives it. Keeping the steps' scalars in a list instead (an
+    append costs a tenth of a microsecond where an in-place add costs a few) kept hundreds of
+    small blocks alive, each allocated in the middle of a step beside its logits: the heap
+    could no longer join the space the step's large blocks freed, and grew by 100-250 MiB
+    over a run of a small GPT-2 with token-weighted losses (benchmarks/lm.py, ``tokens``).
     """
-
-    FOLD = 1024
 
     def __init__(self, device: torch.device) -> None:
         self.total = torch.zeros((), device=device, dtype=torch.float64)
@@ -50,32 +52,20 @@ class LossWindow:
         checkpoints (fit reads its windows' means only: a validation set's is never saved)."""
         self.items = torch.zeros((), device=device, dtype=torch.float64)
         """The weight added as tensors (items given as 0-dim tensors)."""
-        self._pending: list[torch.Tensor] = []
-        self._pending_items: list[torch.Tensor] = []
 
     def add(self, loss: torch.Tensor, items: Items | None = None) -> None:
-        """A batch's ``loss``: a mean (``items`` None), or a sum over ``items`` items."""
-        self._pending.append(loss)
+        """A batch's ``loss``: a mean (``items`` None), or a sum over ``items`` items. A
+        one-element tensor of any shape is taken as its value."""
+        self.total.add_(scalar(loss))
         self.losses += 1
         if items is None:
             self.count += 1
         elif isinstance(items, torch.Tensor):
-            self._pending_items.append(items)
+            self.items.add_(scalar(items))
         else:
             self.count += items
-        if len(self._pending) >= self.FOLD:
-            self._fold()
-
-    def _fold(self) -> None:
-        if self._pending:
-            self.total += torch.stack(self._pending).to(torch.float64).sum()
-            self._pending.clear()
-        if self._pending_items:
-            self.items += torch.stack(self._pending_items).to(torch.float64).sum()
-            self._pending_items.clear()
 
     def state_dict(self) -> dict[str, Any]:
-        self._fold()
         return {
             "total": self.total.detach().cpu(),
             "count": self.count,
@@ -83,8 +73,6 @@ class LossWindow:
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self._pending.clear()
-        self._pending_items.clear()
         self.total.copy_(state["total"])
         self.count = int(state["count"])
         # A checkpoint written before summed losses had no tensor weight.
@@ -97,7 +85,6 @@ class LossWindow:
     def reduce(self, accelerator: Accelerator) -> LossTotals:
         """This window's sums on every process (summed, never averaged: exact whatever the
         processes' shares), then resets the window."""
-        self._fold()
         weight = self.items + self.count
         losses = torch.full((), self.losses, dtype=torch.float64, device=self.total.device)
         summed = accelerator.reduce(torch.stack([self.total, weight, losses]), reduction="sum")
@@ -106,6 +93,11 @@ class LossWindow:
         self.count = self.losses = 0
         total, weight_sum, added = (float(x) for x in summed.tolist())
         return LossTotals(total, weight_sum, int(added))
+
+
+def scalar(value: torch.Tensor) -> torch.Tensor:
+    """A one-element tensor as a 0-dim one, for an in-place add to a 0-dim sum."""
+    return value if value.ndim == 0 else value.reshape(())
 
 
 @attrs.frozen

@@ -1,8 +1,9 @@
 """Watching the training loss for NaN and infinity without a host sync on every step.
 
-Each step appends its detached loss to a list (no sync). The list is checked at the boundaries
-that sync anyway: a log, an evaluation, a checkpoint, a best model. Before anything is written,
-the model's parameters are checked too, so that nothing non-finite reaches the disk.
+Each step copies its loss into a buffer on the device (no sync, and nothing allocated that
+outlives the step: see ``LossWindow``), which doubles when full. The buffer is checked at the
+boundaries that sync anyway: a log, an evaluation, a checkpoint, a best model. Before anything
+is written, the model's parameters are checked too, so that nothing non-finite reaches the disk.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 from accelerate import Accelerator
 
 from .._errors import NonFiniteLossError
+from ..evaluation import scalar
 
 NonFinitePolicy = Literal["error", "warn", "skip"]
 NONFINITE_POLICIES: tuple[NonFinitePolicy, ...] = ("error", "warn", "skip")
@@ -30,7 +32,8 @@ class NonFiniteGuard:
     def __init__(self, policy: NonFinitePolicy, accelerator: Accelerator) -> None:
         self.policy = policy
         self._accelerator = accelerator
-        self._losses: list[torch.Tensor] = []
+        self._losses = torch.empty(64, dtype=torch.float64, device=accelerator.device)
+        """The losses since the last check, the first ``len(_steps)`` entries."""
         self._steps: list[int] = []
 
     def add(self, loss: torch.Tensor, step: int) -> bool:
@@ -40,7 +43,10 @@ class NonFiniteGuard:
         """
         if self.policy == "skip":
             return bool(torch.isfinite(loss))
-        self._losses.append(loss)
+        held = len(self._steps)
+        if held == len(self._losses):
+            self._losses = torch.cat([self._losses, torch.empty_like(self._losses)])
+        self._losses[held] = scalar(loss)
         self._steps.append(step)
         return True
 
@@ -70,10 +76,9 @@ class NonFiniteGuard:
         if first != _NONE:
             self._act(first)
 
-    def _take(self) -> tuple[list[torch.Tensor], list[int]]:
-        taken = self._losses, self._steps
-        self._losses, self._steps = [], []
-        return taken
+    def _take(self) -> tuple[torch.Tensor, list[int]]:
+        steps, self._steps = self._steps, []
+        return self._losses[: len(steps)], steps
 
     def _act(self, first: int) -> None:
         message = (
@@ -92,11 +97,11 @@ class NonFiniteGuard:
         )
 
 
-def _first_step(losses: list[torch.Tensor], steps: list[int]) -> int | None:
+def _first_step(losses: torch.Tensor, steps: list[int]) -> int | None:
     """The step of the first non-finite loss (one local host sync), or None."""
-    if not losses:
+    if not steps:
         return None
-    bad = ~torch.isfinite(torch.stack([loss.reshape(()) for loss in losses]))
+    bad = ~torch.isfinite(losses)
     return steps[int(bad.nonzero()[0, 0])] if bool(bad.any()) else None
 
 

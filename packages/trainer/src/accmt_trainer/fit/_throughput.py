@@ -10,19 +10,17 @@ import torch
 from accelerate import Accelerator
 
 from ..config import Monitor
-from ..evaluation import Items
+from ..evaluation import Items, scalar
 
 
 class Throughput:
     """What the Monitor's ``throughput``, ``flops_per_item`` and ``peak_flops`` log, over the
     time since the last log (or the epoch's start, so that an epoch's end is not counted).
 
-    Items are counted as the steps give them, without reading them: a 0-dim tensor stays on the
-    device, kept in a list folded every FOLD of them (an append is cheaper than an add on the
-    device). A log reads them once, summed over processes in one all-reduce.
+    Items are counted as the steps give them, without reading them: a tensor is added in place
+    to a sum on the device (kept steps' tensors would fragment the heap; see ``LossWindow``).
+    A log reads them once, summed over processes in one all-reduce.
     """
-
-    FOLD = 1024
 
     def __init__(self, monitor: Monitor, accelerator: Accelerator, batch_size: int) -> None:
         self.monitor, self.accelerator = monitor, accelerator
@@ -31,8 +29,7 @@ class Throughput:
         self.given = False
         """Whether the steps give ``num_items`` (a run's steps all do, or none do)."""
         self._numbers = 0  # items given as ints
-        self._tensors: list[torch.Tensor] = []
-        self._folded = torch.zeros((), device=accelerator.device, dtype=torch.float64)
+        self._tensor_items = torch.zeros((), device=accelerator.device, dtype=torch.float64)
         self._since = (time.perf_counter(), 0)  # when, and at which batch_iteration
         self._said_no_mfu = False
 
@@ -43,8 +40,7 @@ class Throughput:
 
     def _forget_items(self) -> None:
         self._numbers = 0
-        self._tensors.clear()
-        self._folded.zero_()
+        self._tensor_items.zero_()
 
     def count(self, items: Items | None) -> None:
         """A batch's ``num_items``; nothing when no value needs them."""
@@ -52,16 +48,9 @@ class Throughput:
             return
         self.given = True
         if isinstance(items, torch.Tensor):
-            self._tensors.append(items)
-            if len(self._tensors) >= self.FOLD:
-                self._fold()
+            self._tensor_items.add_(scalar(items))
         else:
             self._numbers += items
-
-    def _fold(self) -> None:
-        if self._tensors:
-            self._folded += torch.stack(self._tensors).to(torch.float64).sum()
-            self._tensors.clear()
 
     def read(self, batch_iteration: int) -> dict[str, float]:
         """The values since the last reading (or restart), and a restart. With items, this is a
@@ -83,8 +72,7 @@ class Throughput:
 
     def _all_items(self) -> float:
         """The items of every process since the last reading."""
-        self._fold()
-        mine = self._folded + self._numbers
+        mine = self._tensor_items + self._numbers
         return float(self.accelerator.reduce(mine, reduction="sum").item())
 
     def _per_item(self, items_per_second: float) -> dict[str, float]:

@@ -62,13 +62,14 @@ def test_every_process_gets_as_many_batches_within_budget_each_sample_once(
     assert len(batches) == len(sampler)
     assert all(sampler.cost(batch) <= max_tokens for batch in batches)
     assert sorted(index for batch in batches for index in batch) == list(range(len(lengths)))
-    # Accelerate deals them round-robin, evening the processes out (even_batches) with
-    # nothing left to repeat.
-    dealt = [list(BatchSamplerShard(sampler, processes, rank)) for rank in range(processes)]
+    # Accelerate deals them round-robin; the Trainer prepares the loader without even_batches
+    # (the plan is even already), and every process still gets as many batches.
+    shards = [
+        BatchSamplerShard(sampler, processes, rank, even_batches=False) for rank in range(processes)
+    ]
+    dealt = [list(shard) for shard in shards]
     assert {len(share) for share in dealt} == {len(sampler) // processes}
-    assert [len(BatchSamplerShard(sampler, processes, rank)) for rank in range(processes)] == [
-        len(sampler) // processes
-    ] * processes
+    assert [len(shard) for shard in shards] == [len(sampler) // processes] * processes
     read = sorted(index for share in dealt for batch in share for index in batch)
     assert read == list(range(len(lengths)))
 

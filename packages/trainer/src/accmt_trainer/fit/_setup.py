@@ -31,6 +31,7 @@ from ..data import (
     EpochPlan,
     LoaderOptions,
     Stages,
+    TokenBudgetBatchSampler,
     check_data,
     check_flattening,
     evaluation_loader,
@@ -116,12 +117,23 @@ def prepare_data(
         check_flattening(loader, f"Trainer.fit: validation set {key!r}")
     # None: Accelerate's own placement (on the device); False: the batches stay on the CPU.
     placement = None if loader_options.batch_device_placement else False
-    with streams_split(accelerator, train_loaders, loader_options.dispatch_streams):
-        model, *prepared_train = accelerator.prepare(
-            module.model,
-            *train_loaders,
-            device_placement=None if placement is None else [None, *[False] * len(train_loaders)],
-        )
+    # A token-budget sampler plans a multiple of the processes' number of batches itself:
+    # Accelerate has nothing to even out (and its 1.2 refuses, when it would, a batch sampler
+    # without a batch size).
+    even = accelerator.even_batches
+    if any(isinstance(loader.batch_sampler, TokenBudgetBatchSampler) for loader in train_loaders):
+        accelerator.even_batches = False
+    try:
+        with streams_split(accelerator, train_loaders, loader_options.dispatch_streams):
+            model, *prepared_train = accelerator.prepare(
+                module.model,
+                *train_loaders,
+                device_placement=None
+                if placement is None
+                else [None, *[False] * len(train_loaders)],
+            )
+    finally:
+        accelerator.even_batches = even
     # Validation gives every sample once, as evaluate does (each process its batches of the
     # one-process order, the last round uneven), unless the model is split across processes
     # and every process must take part in every forward: then Accelerate evens the batches

@@ -108,6 +108,23 @@ def test_the_refusal_says_where_it_stopped_and_what_would_resume_it() -> None:
     )
 
 
+def test_a_stream_s_places_within_an_epoch_are_refused_on_another_number_of_processes() -> None:
+    state = TrainingState(epoch=0, global_step=5, batches_seen_in_epoch=5, batch_iteration=5)
+    stream = {"batches_per_epoch": None, "stream": "IterableDataset"}  # without a length
+    made = attrs.evolve(facts(2, order=None), **stream)
+    now = attrs.evolve(facts(3, order=None), **stream)
+    assert seen_here(state, made, now) is None
+    assert seen_here(TrainingState(epoch=1), made, now) == 0  # between epochs: afresh
+    message = refusal(state, made, now, None)
+    assert "the training stream IterableDataset keeps its place within an epoch for the 2 " in (
+        message
+    )
+    assert "which does not split onto 3 processes" in message
+    assert "To go on: resume it on 2 processes, as it was made; or resume from a checkpoint" in (
+        message
+    )
+
+
 def test_counters_go_on_across_a_resize_and_another() -> None:
     two, one = facts(2), facts(1)  # 13 batches, 7 steps an epoch; 25 batches, 13 steps
     made = at(1, 0, two)  # the end of epoch 1 on two processes: step 7, batch 13
@@ -160,12 +177,13 @@ def test_a_process_reads_the_shared_files_and_those_of_the_processes_it_takes_ov
         "accelerate/pytorch_model_fsdp_0/__1_0.distcp": 2000,
         "process_0.safetensors": 3,
         "process_1.safetensors": 4,
+        "stream_1.safetensors": 5,
         "object_0.safetensors": 7,
         "state.json": 1,
     }
     files = {name: FileEntry(size=size, xxh3_128="0" * 32) for name, size in sizes.items()}
     shared = 100 + 7 + 1
-    assert read_by_a_process(files, 2, 2) == shared + 20 + 2000 + 4  # process 1 reads most
+    assert read_by_a_process(files, 2, 2) == shared + 20 + 2000 + 4 + 5  # process 1 reads most
     assert read_by_a_process(files, 2, 1) == sum(sizes.values())  # one process takes both
     # From one process onto two: process 0 takes over the files of process 0, process 1 none.
     assert read_by_a_process(files, 1, 2) == shared + 10 + 1000 + 3

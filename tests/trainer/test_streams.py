@@ -1,7 +1,8 @@
 """Streams (``IterableDataset``s) on one process: one without a length trains with the default
 options to ``max_steps``, its epochs ending where it ends and its schedule sized by
 ``max_steps``; what cannot work is refused by name before anything is written; evaluate and
-predict read it in its order. (Kills and resumes, and several processes: tests/distributed.)"""
+predict read it in its order; a stream that keeps its place has it in each checkpoint, this
+process's own file. (Kills and resumes, and several processes: tests/distributed.)"""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from torch.utils.data import IterableDataset
 
 from accmt_metrics import Accuracy
 from accmt_trainer import (
+    CheckpointError,
     HyperParameters,
     StepsCurriculum,
     Trainer,
     TrainerConfigError,
 )
+from accmt_trainer.checkpointing._parts import read_stream_place
+from accmt_trainer.checkpointing._safe_tree import load_tree, save_tree
 
 from .conftest import Classifier, blobs
 
@@ -34,6 +38,27 @@ class Stream(IterableDataset[Any]):
         for features, label in self.data:
             self.given += 1
             yield features, label
+
+
+class PlacedStream(Stream):
+    """Keeps its place (torchdata's protocol): ``position`` samples of this pass given."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count)
+        self.position = 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {"position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.position = state["position"]
+
+    def __iter__(self) -> Iterator[Any]:
+        for index in range(self.position, len(self.data)):
+            self.position = index + 1
+            self.given += 1
+            yield self.data[index]
+        self.position = 0
 
 
 class SizedStream(Stream):
@@ -130,3 +155,30 @@ def test_evaluate_and_predict_read_a_stream_in_its_order(tmp_path: Path) -> None
     run = trainer(tmp_path, metrics=[Accuracy()])
     assert torch.equal(run.predict(Predicting(), Stream(11)), blobs(11).tensors[1])
     assert 0.0 <= run.evaluate(Classifier(), Stream(11))["accuracy"] <= 1.0
+
+
+@pytest.mark.parametrize("checkpoint_async", [False, True])
+def test_a_stream_s_place_is_this_process_s_part_of_a_checkpoint(
+    tmp_path: Path, checkpoint_async: bool
+) -> None:
+    run = trainer(
+        tmp_path, max_steps=3, checkpoint_every="2 steps", checkpoint_async=checkpoint_async
+    )
+    run.fit(Classifier(), PlacedStream(14))
+    folder = tmp_path / "run" / "checkpoints" / "checkpoint_000001"
+    # As of the batches trained (2 of 4 samples), not of the batch read ahead; in a background
+    # checkpoint too, and not in Accelerate's one file for every process.
+    assert load_tree(folder / "stream_0.safetensors")["dataset_state"] == {"position": 8}
+    assert not (folder / "accelerate" / "dl_state_dict.bin").exists()
+
+
+def test_a_process_reads_its_own_place_or_a_one_process_checkpoint_s_former_one(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "accelerate").mkdir()
+    torch.save({"dataset_state": {"position": 4}}, tmp_path / "accelerate" / "dl_state_dict.bin")
+    assert read_stream_place(tmp_path, 0, 1) == {"dataset_state": {"position": 4}}
+    with pytest.raises(CheckpointError, match=r"stream_1.safetensors is missing: .* process 1"):
+        read_stream_place(tmp_path, 1, 2)
+    save_tree(tmp_path / "stream_1.safetensors", {"dataset_state": {"position": 8}})
+    assert read_stream_place(tmp_path, 1, 2) == {"dataset_state": {"position": 8}}

@@ -34,6 +34,10 @@ def private_accesses(source: str) -> list[str]:
 THIRD_PARTY = {
     "fit/_optimizer_step.py": {"torch._foreach_mul_"},
     "fit/_weight_average.py": {"torch._foreach_lerp_"},
+    # Accelerate's save_state writes every process's loader state under one file name, so a
+    # stream's loader leaves its list and each process's place is accmt's part; its dispatcher
+    # snapshots a stream's state a round ahead of what it dealt, and is given the dealt one.
+    "data/_streams.py": {"accelerator._dataloaders", "loader._update_state_dict"},
     # torch.compile's wrapper keeps the model as _orig_mod, and Accelerate 1.2 cannot drop it.
     "runtime/_accelerator.py": {"compiled._orig_mod"},
     "runtime/_process_group.py": {

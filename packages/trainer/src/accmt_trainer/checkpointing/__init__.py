@@ -15,6 +15,7 @@ from ._parts import (
     load_accelerate_state,
     load_objects,
     read_callback_states,
+    read_stream_place,
 )
 from ._resize import resize_warning, restore_lengths, schedule_lengths
 from ._run_facts import RunFacts
@@ -44,6 +45,7 @@ __all__ = [
     "load_weights",
     "parse_rule",
     "read_callback_states",
+    "read_stream_place",
     "recover_folder",
     "replace_folder",
     "resize_warning",

@@ -13,6 +13,8 @@ Layout under ``<model_path>/checkpoints``::
                                    (only when the model has some: ``_frozen``)
         object_<i>.safetensors     each object given to Trainer.register_for_checkpointing
         process_<rank>.safetensors each process's loss accumulators
+        stream_<rank>.safetensors  each process's place in the training stream (its loader's
+                                   state), where the stream resumes from its own place
         manifest.json              written last: versions, world size, every file's size and
                                    xxh3-128 digest
     latest.json                    which checkpoint is newest, replaced atomically
@@ -186,12 +188,14 @@ class Checkpoints:
         *,
         tracker_runs: Mapping[str, str] | None = None,
         snapshot_of: tuple[Sequence[torch.nn.Module], Any, Any] | None = None,
+        stream: Mapping[str, Any] | None = None,
     ) -> None:
         """Write checkpoint ``index`` from every process: ``losses`` are this process's loss
-        windows, ``tracker_runs`` the runs a resume continues. In the background, the call returns
-        once everything is copied to CPU memory (``snapshot_of``: models, optimizer and
-        scheduler); otherwise once the checkpoint is in place (its sync to the disk, and the
-        removal of the oldest, go on in the background writer)."""
+        windows, ``tracker_runs`` the runs a resume continues, ``stream`` this process's place
+        in the training stream (where it resumes from its own place). In the background, the
+        call returns once everything is copied to CPU memory (``snapshot_of``: models,
+        optimizer and scheduler); otherwise once the checkpoint is in place (its sync to the
+        disk, and the removal of the oldest, go on in the background writer)."""
         self.writer.wait()
         accelerator = self.accelerator
         final = self.root / f"checkpoint_{index:06d}"
@@ -205,7 +209,9 @@ class Checkpoints:
         if frozen is not None:
             frozen.note_trainable()
         record = None if frozen is None else frozen.record()
-        parts = Parts.of(state, callbacks, losses, self.objects, runs, copy=copy, frozen=record)
+        parts = Parts.of(
+            state, callbacks, losses, self.objects, runs, copy=copy, frozen=record, stream=stream
+        )
         if self.checkpoint_async and snapshot_of is not None:
             snapshot = AccelerateSnapshot.take(
                 accelerator, *snapshot_of, reuse=self._buffers, frozen=frozen

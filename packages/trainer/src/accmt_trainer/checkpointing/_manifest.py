@@ -308,6 +308,7 @@ def run_facts(
         batches_per_epoch=plan.batches_per_epoch,
         order_batches=plan.order_batches,
         stages=plan.stage_facts,
+        stream=plan.stream,
         sharded=accelerator.distributed_type in SHARDED,
         sharding=sharding(accelerator),
         max_steps=max_steps,

@@ -55,6 +55,9 @@ class Parts:
     tracker_runs: Mapping[str, str] = attrs.field(factory=dict)
     frozen: Mapping[str, Any] | None = None
     """``frozen.json``: the parameters left out, described (None: every one is written)."""
+    stream: Mapping[str, Any] | None = None
+    """This process's place in the training stream (its loader's state), where the stream
+    resumes from its own place; None where it does not."""
 
     @classmethod
     def of(
@@ -67,11 +70,12 @@ class Parts:
         *,
         copy: bool,
         frozen: Mapping[str, Any] | None = None,
+        stream: Mapping[str, Any] | None = None,
     ) -> Parts:
         runs = dict(tracker_runs)
         if not copy:
             states = [o.state_dict() for o in objects]
-            return cls(state, callbacks.state_dict(), losses, states, runs, frozen)
+            return cls(state, callbacks.state_dict(), losses, states, runs, frozen, stream)
         return cls(
             TrainingState.from_dict(state.to_dict()),
             cpu_copy(callbacks.state_dict()),
@@ -79,10 +83,13 @@ class Parts:
             [cpu_copy(o.state_dict()) for o in objects],
             runs,
             frozen,
+            cpu_copy(stream),
         )
 
     def write(self, folder: Path, accelerator: Accelerator) -> None:
         save_tree(_losses_file(folder, accelerator.process_index), self.losses)
+        if self.stream is not None:
+            save_tree(_stream_file(folder, accelerator.process_index), self.stream)
         if accelerator.is_main_process:
             # Not fsynced: the manifest's digests catch a file a power cut left short.
             self.state.save(folder / "state.json", durable=False)
@@ -102,6 +109,34 @@ def read_losses(folder: Path, rank: int) -> dict[str, Any]:
     """Process ``rank``'s training loss windows in the checkpoint in ``folder``."""
     losses: dict[str, Any] = load_tree(_losses_file(folder, rank))
     return losses
+
+
+def _stream_file(folder: Path, rank: int) -> Path:
+    return folder / f"stream_{rank}.safetensors"
+
+
+# Where accmt-trainer 2.x before per-process places wrote a one-process run's stream place:
+# Accelerate's save_state, which names one file for every process.
+_ACCELERATE_PLACE = Path("accelerate") / "dl_state_dict.bin"
+
+
+def read_stream_place(folder: Path, rank: int, made_on: int) -> dict[str, Any]:
+    """Process ``rank``'s place in the training stream in the checkpoint in ``folder``, made
+    on ``made_on`` processes: its own file, or for a checkpoint of one process written before
+    those, Accelerate's (read with ``weights_only=True``). CheckpointError when it has none."""
+    own = _stream_file(folder, rank)
+    if own.exists():
+        place: dict[str, Any] = load_tree(own)
+        return place
+    if made_on == 1 and (folder / _ACCELERATE_PLACE).exists():
+        former: dict[str, Any] = torch.load(folder / _ACCELERATE_PLACE, weights_only=True)
+        return former
+    raise CheckpointError(
+        f"{own} is missing: the checkpoint holds no place of process {rank} in the training "
+        "stream, which this run resumes from each process's own place (an accmt-trainer that "
+        "read streams again on several processes made it). Resume from a checkpoint made at "
+        "an epoch's end (resume=<index>), or pass resume=False to start afresh"
+    )
 
 
 def read_callback_states(folder: Path) -> Any:

@@ -31,10 +31,10 @@ from ..console import processes
 from ..data import StageLayout
 from ._run_facts import FileEntry, RunFacts
 
-# The files of one process of the checkpoint: its loss windows, its RNG states (Accelerate's),
-# its shard of a torch.distributed.checkpoint folder.
+# The files of one process of the checkpoint: its loss windows, its place in the training
+# stream, its RNG states (Accelerate's), its shard of a torch.distributed.checkpoint folder.
 _ONE_PROCESS = re.compile(
-    r"(?:process_|random_states_|__)(\d+)(?:_\d+)?\.(?:safetensors|pkl|distcp)"
+    r"(?:process_|stream_|random_states_|__)(\d+)(?:_\d+)?\.(?:safetensors|pkl|distcp)"
 )
 
 # Scheduler attributes that size a schedule and that load_state_dict would put back to the
@@ -133,7 +133,14 @@ def refusal(state: TrainingState, made: RunFacts, now: RunFacts, earlier: str | 
         f"after {seen * made_on} batches of the epoch's order{each}"
     )
     todo = []
-    if made.order_batches is None or now.order_batches is None:
+    if made.stream is not None:
+        why = (
+            f"the training stream {made.stream} keeps its place within an epoch for the "
+            f"{processes(made_on)} that read it (each its own, or the main process's that "
+            f"dealt it), which does not split onto {processes(now_on)}"
+        )
+        todo.append(f"resume it on {processes(made_on)}, as it was made")
+    elif made.order_batches is None or now.order_batches is None:
         why = (
             "this run cannot count the batches of that order (a loader without a length, or "
             "one that deals its batches itself), so it cannot find that moment"

@@ -50,6 +50,10 @@ class RunFacts:
     dict type) or the distributed type (``"DEEPSPEED"``); None for whole state, and in a
     checkpoint that predates its recording. Only FSDP2's sharded state dicts resume on another
     number of processes (torch.distributed.checkpoint reshards them: ``_manifest``)."""
+    stream: str | None = None
+    """The training stream's name (its type's), or None for a map-style dataset. Not
+    compared: a resume on another number of processes that cannot find the checkpoint's
+    moment in it names it."""
     max_steps: int | None = None
     """Not compared: it tells whether a finished run has anything left to train here."""
     versions: Mapping[str, str] = attrs.field(factory=dict)

@@ -14,7 +14,14 @@ from ._loaders import (
     train_loader,
 )
 from ._stages import Stages, TrainData, training_data
-from ._streams import check_stream, prepare_stream_evaluation, reads_from_state, streams_split
+from ._streams import (
+    check_stream,
+    keep_places,
+    prepare_stream_evaluation,
+    reads_from_state,
+    stream_place,
+    streams_split,
+)
 from ._token_budget import TokenBudgetBatchSampler, plan_budget
 
 __all__ = [
@@ -35,12 +42,14 @@ __all__ = [
     "check_stream",
     "epoch_batches",
     "evaluation_loader",
+    "keep_places",
     "length_or_none",
     "named_sets",
     "plan_budget",
     "prepare_stream_evaluation",
     "reads_from_state",
     "samples",
+    "stream_place",
     "streams_split",
     "train_loader",
     "training_data",

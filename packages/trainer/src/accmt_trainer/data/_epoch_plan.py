@@ -14,7 +14,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from accelerate.data_loader import BatchSamplerShard, DataLoaderDispatcher, DataLoaderShard
+from accelerate.data_loader import (
+    BatchSamplerShard,
+    DataLoaderDispatcher,
+    DataLoaderShard,
+    IterableDatasetShard,
+)
 from torch.utils.data import BatchSampler, IterableDataset
 
 from ._loaders import length_or_none
@@ -116,6 +121,15 @@ class EpochPlan:
     def order_batches(self) -> int | None:
         """Batches of one pass of the order Accelerate deals out (:func:`order_batches`)."""
         return order_batches(self.loaders[0])
+
+    @property
+    def stream(self) -> str | None:
+        """The training stream's name (its type's; a stream that Accelerate splits by
+        wrapping it, the stream's own), or None for a map-style dataset."""
+        dataset = self.loaders[0].dataset
+        if isinstance(dataset, IterableDatasetShard):
+            dataset = dataset.dataset
+        return type(dataset).__name__ if isinstance(dataset, IterableDataset) else None
 
     @property
     def stage_facts(self) -> tuple[tuple[int, int], ...] | None:

@@ -14,7 +14,7 @@ from .._errors import StepOutputError
 from .._module import ExtendedAcceleratorModule
 from ..checkpointing import RunFacts, Unit
 from ..console import evaluation_postfix, logger, metrics_line
-from ..data import epoch_batches
+from ..data import epoch_batches, stream_place
 from ..evaluation import split_training_output, without_documents
 from ..runtime import LoggingOptions, Usage
 from ._loop_options import LoopOptions
@@ -285,6 +285,7 @@ class TrainingLoop:
         self.state.num_checkpoints_made += 1
         teacher = self.module.teacher
         models = [self.run.model] if teacher is None else [self.run.model, teacher]
+        plan = self.run.plan  # a stream is one dataset, never a curriculum's stage
         self.owners.checkpoints.save(
             self.state.num_checkpoints_made,
             self.facts,
@@ -293,6 +294,7 @@ class TrainingLoop:
             self.losses.state_dict(),
             tracker_runs=self.tracker_runs,
             snapshot_of=(models, self.run.optimizer, self.run.scheduler),
+            stream=stream_place(plan.loaders[0]) if plan.layout is None else None,
         )
 
     # ------------------------------------------------------------------------- logging

@@ -19,6 +19,7 @@ from ..checkpointing import (
     load_accelerate_state,
     load_objects,
     read_callback_states,
+    read_stream_place,
     restore_lengths,
     schedule_lengths,
 )
@@ -94,15 +95,22 @@ class Resume:
             within = seen > 0 and rest is None
         if within and not reads_from_state(loader):
             rest = self._rest_of_epoch(loader)
-        # 4. Weights, optimizer, scheduler (its length this run's), gradient scaler, RNGs and a
-        #    stateful loader's place: Accelerate's load_state, read with weights_only=True
-        #    (the frozen weights the checkpoint left out, checked at the start, stay as they are).
+        # 4. Weights, optimizer, scheduler (its length this run's), gradient scaler and RNGs:
+        #    Accelerate's load_state, read with weights_only=True (the frozen weights the
+        #    checkpoint left out, checked at the start, stay as they are).
         lengths = schedule_lengths(run.scheduler)
         load_accelerate_state(run.accelerator, folder, self.start.frozen)
         restore_lengths(lengths)
-        # 5. A stateful loader goes on from its place; its iterator's draw from the RNGs was
-        #    the interrupted run's, before its checkpoint, so it is given back.
+        # 5. A stream that keeps its place goes on from this process's own (the checkpoint's
+        #    part of this process; the run has the checkpoint's number of processes, or the
+        #    start refused it); its iterator's draw from the RNGs was the interrupted run's,
+        #    before its checkpoint, so it is given back.
         if within and reads_from_state(loader):
+            assert loader is not None  # within an epoch, which has its loader
+            made_on = self.start.made_on or run.accelerator.num_processes
+            loader.load_state_dict(
+                read_stream_place(folder, run.accelerator.process_index, made_on)
+            )
             with kept_rng_states():
                 rest = self._rest_of_epoch(loader)
         if left:

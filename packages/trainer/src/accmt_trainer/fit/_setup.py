@@ -35,6 +35,7 @@ from ..data import (
     check_data,
     check_flattening,
     evaluation_loader,
+    keep_places,
     plan_budget,
     prepare_stream_evaluation,
     samples,
@@ -134,6 +135,7 @@ def prepare_data(
             )
     finally:
         accelerator.even_batches = even
+    keep_places(accelerator, train_loaders, prepared_train)
     # Validation gives every sample once, as evaluate does (each process its batches of the
     # one-process order, the last round uneven), unless the model is split across processes
     # and every process must take part in every forward: then Accelerate evens the batches

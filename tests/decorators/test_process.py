@@ -6,25 +6,14 @@ import pytest
 
 from accmt_decorators import ProcessInfo, current_process, main_process_first, wait_for_everyone
 
+from .test_slurm import SLURM_NAMES
+
 LAUNCHER_NAMES = [
     "RANK",
     "WORLD_SIZE",
     "LOCAL_RANK",
     "LOCAL_WORLD_SIZE",
-    "SLURM_JOB_ID",
-    "SLURM_JOBID",
-    "SLURM_STEP_ID",
-    "SLURM_STEPID",
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-    "SLURM_STEP_NUM_TASKS",
-    "SLURM_LOCALID",
-    "SLURM_NODEID",
-    "SLURM_NNODES",
-    "SLURM_STEP_NUM_NODES",
-    "SLURM_NTASKS_PER_NODE",
-    "SLURM_TASKS_PER_NODE",
-    "SLURM_STEP_TASKS_PER_NODE",
+    *SLURM_NAMES,
     "OMPI_COMM_WORLD_RANK",
     "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_LOCAL_RANK",

@@ -7,6 +7,8 @@ would run it: two plain processes, no launcher, only SLURM's variables. Each pro
 3. goes back to the environment it started with (as a fresh task would see it), and enters
    ``main_process_first``, whose barrier forms the job again from SLURM's variables.
 
+Training and the ordered block are process_first_worker.py's.
+
 Each writes what it saw to OUT/rank<R>.json."""
 
 from __future__ import annotations
@@ -14,61 +16,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
-from accmt_decorators import current_process, main_process_first
+from process_first_worker import prepare, train
+
+from accmt_decorators import current_process
 
 TORCH_NAMES = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK")
 THREADS = ("LOCAL_WORLD_SIZE", "OMP_NUM_THREADS")
-
-
-def train(out: Path) -> dict[str, object]:
-    import torch
-    from torch.utils.data import TensorDataset
-
-    from accmt_trainer import AcceleratorModule, HyperParameters, Trainer
-
-    class Classifier(AcceleratorModule):
-        def __init__(self) -> None:
-            torch.manual_seed(0)
-            self.model = torch.nn.Linear(2, 3)
-
-        def training_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-            return torch.nn.functional.cross_entropy(self.model(batch[0]), batch[1])
-
-    generator = torch.Generator().manual_seed(0)
-    data = TensorDataset(torch.randn(32, 2, generator=generator), torch.randint(0, 3, (32,)))
-    hps = HyperParameters(epochs=1, batch_size=8, optimizer="SGD", optimizer_kwargs={"lr": 0.1})
-    trainer = Trainer(hps, out / "run", log_with=None, progress_bar=False, seed=0)
-    module = Classifier()
-    state = trainer.fit(module, data)
-    return {
-        "steps": state.global_step,
-        "processes": trainer.accelerator.num_processes,
-        "weights": [round(float(v), 6) for v in module.model.weight.detach().flatten()],
-        "threads": torch.get_num_threads(),
-        "group_left": torch.distributed.is_initialized(),
-    }
-
-
-def prepare(out: Path) -> dict[str, object]:
-    with main_process_first():
-        entered = time.time()
-        prepared = out / "prepared.txt"
-        if current_process().is_main_process:
-            time.sleep(0.5)  # the other would read nothing if it came in now
-            prepared.write_text("made by the main process")
-        seen = prepared.read_text()
-        left = time.time()
-    distributed = sys.modules["torch.distributed"]
-    return {
-        "entered": entered,
-        "left": left,
-        "seen": seen,
-        "process_after_barrier": current_process()._asdict(),
-        "world_after_barrier": distributed.get_world_size(),
-    }
 
 
 def main(out: Path) -> None:
@@ -76,12 +31,17 @@ def main(out: Path) -> None:
     record: dict[str, object] = {"process": current_process()._asdict()}
     record["torch_before"] = "torch" in sys.modules
     record.update(train(out))
+    distributed = sys.modules["torch.distributed"]
+    record["group_left"] = distributed.is_initialized()
+    record["threads"] = sys.modules["torch"].get_num_threads()
     record["exported"] = {
         name: os.environ[name] for name in (*TORCH_NAMES, *THREADS) if name not in started_with
     }
     os.environ.clear()
     os.environ.update(started_with)
-    record.update(prepare(out))
+    record.update(prepare(out))  # main_process_first, its barrier forming the job again
+    record["process_after_barrier"] = current_process()._asdict()
+    record["world_after_barrier"] = distributed.get_world_size()
     rank = record["process"]["process_index"]  # type: ignore[index]
     (out / f"rank{rank}.json").write_text(json.dumps(record))
 

@@ -171,13 +171,8 @@ def _from_slurm() -> ProcessInfo | None:
     job = slurm_job()
     if job is None or not job.in_step:  # the batch script is one process, whatever --ntasks
         return None
-    return ProcessInfo(
-        process_index=job.process_index,
-        local_process_index=job.local_process_index,
-        num_processes=job.num_processes,
-        num_local_processes=job.num_local_processes,
-        source="environment",
-    )
+    place = (job.process_index, job.local_process_index, job.num_processes)
+    return ProcessInfo(*place, job.num_local_processes, "environment")
 
 
 def _from_variables(

@@ -6,15 +6,14 @@ import pytest
 
 from accmt_decorators import ProcessInfo, current_process, main_process_first, wait_for_everyone
 
+from .test_slurm import SLURM_NAMES
+
 LAUNCHER_NAMES = [
     "RANK",
     "WORLD_SIZE",
     "LOCAL_RANK",
     "LOCAL_WORLD_SIZE",
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-    "SLURM_LOCALID",
-    "SLURM_NTASKS_PER_NODE",
+    *SLURM_NAMES,
     "OMPI_COMM_WORLD_RANK",
     "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_LOCAL_RANK",
@@ -53,13 +52,30 @@ def test_single_process_by_default() -> None:
         ),
         ({"RANK": "1", "WORLD_SIZE": "2"}, (1, 1, 2, 2)),
         (
-            {
+            {  # a task of srun: 8 tasks, 4 on each of 2 nodes
+                "SLURM_JOB_ID": "77",
+                "SLURM_STEP_ID": "0",
                 "SLURM_PROCID": "5",
                 "SLURM_NTASKS": "8",
                 "SLURM_LOCALID": "1",
-                "SLURM_NTASKS_PER_NODE": "4(x2)",
+                "SLURM_NODEID": "1",
+                "SLURM_NNODES": "2",
+                "SLURM_TASKS_PER_NODE": "4(x2)",
             },
             (5, 1, 8, 4),
+        ),
+        (  # uneven: 3 tasks on the first node, 1 on the second
+            {
+                "SLURM_JOB_ID": "77",
+                "SLURM_STEP_ID": "3",
+                "SLURM_PROCID": "3",
+                "SLURM_NTASKS": "4",
+                "SLURM_LOCALID": "0",
+                "SLURM_NODEID": "1",
+                "SLURM_NNODES": "2",
+                "SLURM_STEP_TASKS_PER_NODE": "3,1",
+            },
+            (3, 0, 4, 1),
         ),
         (
             {
@@ -88,6 +104,14 @@ def test_launcher_environments(
         process.num_processes,
         process.num_local_processes,
     ) == expected
+
+
+def test_a_slurm_batch_script_is_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sbatch --ntasks=2 gives the batch script SLURM_PROCID=0 and SLURM_NTASKS=2, but no
+    SLURM_STEP_ID: it is one process, not task 0 of 2 waiting for a task 1."""
+    for name, value in {"SLURM_JOB_ID": "77", "SLURM_PROCID": "0", "SLURM_NTASKS": "2"}.items():
+        monkeypatch.setenv(name, value)
+    assert current_process() == ProcessInfo(0, 0, 1, 1, "single")
 
 
 def test_bad_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

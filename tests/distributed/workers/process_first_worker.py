@@ -44,8 +44,13 @@ def train(out: Path) -> dict[str, object]:
     data = TensorDataset(torch.randn(32, 2, generator=generator), torch.randint(0, 3, (32,)))
     hps = HyperParameters(epochs=1, batch_size=8, optimizer="SGD", optimizer_kwargs={"lr": 0.1})
     trainer = Trainer(hps, out / "run", log_with=None, progress_bar=False)
-    state = trainer.fit(Classifier(), data)
-    return {"steps": state.global_step, "processes": trainer.accelerator.num_processes}
+    module = Classifier()
+    state = trainer.fit(module, data)
+    return {
+        "steps": state.global_step,
+        "processes": trainer.accelerator.num_processes,
+        "weights": [round(float(value), 6) for value in module.model.weight.detach().flatten()],
+    }
 
 
 def main(out: Path) -> None:

@@ -13,9 +13,11 @@ import argparse
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
+
+from accmt_decorators import LauncherEnvironmentError, slurm_job
 
 from ._errors import LaunchError
 from ._rendezvous import count, port, positive
@@ -107,7 +109,9 @@ def _add_launch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "restarts and several machines",
         "A process that dies ends the attempt; with --max-restarts the launcher starts every "
         "process again and the Trainer resumes from the newest checkpoint. On several "
-        "machines, run the same command on each with its own --machine-rank.",
+        "machines, run the same command on each with its own --machine-rank. Under SLURM, "
+        "'srun --ntasks-per-node=1 accmt launch ...' runs it on each node of the allocation, "
+        "which gives the machines, their ranks, the main address and port.",
     )
     machines.add_argument(
         "--max-restarts",
@@ -119,29 +123,29 @@ def _add_launch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     machines.add_argument(
         "--num-machines",
         type=positive,
-        default=1,
         metavar="M",
-        help="number of machines; -N is then the processes of each (default: 1)",
+        help="number of machines; -N is then the processes of each (default: 1, or under "
+        "srun the step's nodes, SLURM_NNODES)",
     )
     machines.add_argument(
         "--machine-rank",
         type=count,
-        default=0,
         metavar="R",
-        help="this machine's rank, 0 to M-1; machine 0 hosts the rendezvous (default: 0)",
+        help="this machine's rank, 0 to M-1; machine 0 hosts the rendezvous (default: 0, or "
+        "under srun SLURM_NODEID)",
     )
     machines.add_argument(
         "--main-address",
         metavar="HOST",
         help="machine 0's address, which every machine can reach (default: 127.0.0.1, for one "
-        "machine only)",
+        "machine only; under srun the step's first node)",
     )
     machines.add_argument(
         "--main-port",
         type=port,
         metavar="PORT",
         help="the rendezvous port on machine 0 (default: a free port on one machine; needed "
-        "with several)",
+        "with several; under srun 10000 + SLURM_JOB_ID %% 20000)",
     )
     machines.add_argument(
         "--rdzv-backend",
@@ -155,7 +159,8 @@ def _add_launch(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         dest="optimize_threads",
         action="store_true",
         help="accepted for accmt 1.x: OMP_NUM_THREADS is always set to the CPUs per process "
-        "when it is not set already",
+        "(this machine's, or SLURM_CPUS_PER_TASK's, shared by its processes) when it is not "
+        "set already",
     )
     launch.add_argument("script", metavar="SCRIPT", help="the training script")
     launch.add_argument(
@@ -224,9 +229,14 @@ def list_strategies(family: str | None = None, *, verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-def plan_launch(options: argparse.Namespace, *, cuda_devices: int) -> LaunchPlan:
+def plan_launch(
+    options: argparse.Namespace, *, cuda_devices: int, environ: Mapping[str, str] | None = None
+) -> LaunchPlan:
     """Turn ``accmt launch``'s options into Accelerate's, for a machine with ``cuda_devices``
-    GPUs. Raises :class:`LaunchError` naming the option that cannot work."""
+    GPUs, in the environment ``environ`` (by default this process's: SLURM's variables say
+    the machines, where the options do not). Raises :class:`LaunchError` naming the option
+    that cannot work."""
+    environ = os.environ if environ is None else environ
     strategy_args, family = _strategy(options.strategy)
     cpu = options.cpu or cuda_devices == 0
     if cpu and family not in ("ddp", "config"):
@@ -239,28 +249,33 @@ def plan_launch(options: argparse.Namespace, *, cuda_devices: int) -> LaunchPlan
         indices = _gpu_indices(options.gpus, options.num_processes, cuda_devices)
         count = len(indices)
         environment = {"CUDA_VISIBLE_DEVICES": ",".join(map(str, indices))}
+    try:
+        job = slurm_job(environ)
+        rendezvous = find_rendezvous(options, job, environ)
+    except LauncherEnvironmentError as error:  # a SLURM variable srun would not write
+        raise LaunchError(str(error)) from None
     if family == "ddp" or (cpu and family == "config"):
         # Several processes are Accelerate's --multi_gpu, on CPUs too ('accelerate launch --cpu'
         # starts one process whatever --num_processes says; with the GPUs hidden and
         # ACCELERATE_USE_CPU set, --multi_gpu runs on gloo). It needs two processes or more:
         # one process is a plain run.
         strategy_args = tuple(arg for arg in strategy_args if arg != "--multi_gpu")
-        if count * options.num_machines > 1:
+        if count * rendezvous.num_machines > 1:
             strategy_args = ("--multi_gpu", *strategy_args)
         elif cpu:
             strategy_args = ("--cpu", *strategy_args)
-    if "OMP_NUM_THREADS" not in os.environ:
-        environment["OMP_NUM_THREADS"] = str(max((os.cpu_count() or 1) // count, 1))
-    rendezvous = find_rendezvous(options)
+    if "OMP_NUM_THREADS" not in environ:
+        cpus = job.cpus_per_task if job is not None and job.cpus_per_task else os.cpu_count()
+        environment["OMP_NUM_THREADS"] = str(max((cpus or 1) // count, 1))
     if rendezvous.backend == "c10d":
         # torch 2.13 would hand the restarted workers the first attempt's TCP store, where
         # gloo can read a dead peer's address and wait for it (pytorch#135712, #167288).
         environment["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
     accelerate_args = (
         *strategy_args,
-        *("--num_processes", str(count * options.num_machines)),
-        *("--num_machines", str(options.num_machines)),
-        *("--machine_rank", str(options.machine_rank)),
+        *("--num_processes", str(count * rendezvous.num_machines)),
+        *("--num_machines", str(rendezvous.num_machines)),
+        *("--machine_rank", str(rendezvous.machine_rank)),
         *("--main_process_ip", rendezvous.address),
         *("--main_process_port", str(rendezvous.port)),
         *("--rdzv_backend", rendezvous.backend),

@@ -23,6 +23,7 @@ from ._selectors import (
     on_main_process,
     on_process,
 )
+from ._slurm import SlurmJob, expand_hostlist, export_slurm_rendezvous, slurm_job
 
 __all__ = [
     "BroadcastError",
@@ -34,7 +35,10 @@ __all__ = [
     "ProcessFirst",
     "ProcessIndexError",
     "ProcessInfo",
+    "SlurmJob",
     "current_process",
+    "expand_hostlist",
+    "export_slurm_rendezvous",
     "local_main_process_first",
     "main_process_first",
     "on_last_process",
@@ -42,5 +46,6 @@ __all__ = [
     "on_local_process",
     "on_main_process",
     "on_process",
+    "slurm_job",
     "wait_for_everyone",
 ]

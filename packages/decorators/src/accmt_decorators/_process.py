@@ -6,6 +6,7 @@ import os
 import sys
 
 from ._errors import FrozenProcessInfoError, LauncherEnvironmentError
+from ._slurm import slurm_job
 from ._typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -15,10 +16,10 @@ if TYPE_CHECKING:
 
 # Launchers name the same four numbers differently. Each row is
 # (global rank, world size, local rank, local world size); the first row whose rank and world
-# size are both set wins, so torchrun inside a SLURM allocation reads as torchrun.
-_LAUNCHER_VARIABLES = (
-    ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"),
-    ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"),
+# size are both set wins, so torchrun inside a SLURM allocation reads as torchrun. SLURM's
+# (a task of srun, not the batch script) is read between torchrun's and MPI's, by _slurm.
+_TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+_MPI_VARIABLES = (
     (
         "OMPI_COMM_WORLD_RANK",
         "OMPI_COMM_WORLD_SIZE",
@@ -160,20 +161,35 @@ def _from_torch_distributed() -> ProcessInfo | None:
 
 
 def _from_environment() -> ProcessInfo | None:
-    for rank_name, size_name, local_rank_name, local_size_name in _LAUNCHER_VARIABLES:
-        rank, size = _int_env(rank_name), _int_env(size_name)
-        if rank is None or size is None:
-            continue
-        local_size = _int_env(local_size_name) or size
-        local_rank = _int_env(local_rank_name)
-        return ProcessInfo(
-            process_index=rank,
-            local_process_index=rank % local_size if local_rank is None else local_rank,
-            num_processes=size,
-            num_local_processes=local_size,
-            source="environment",
-        )
-    return None
+    found = _from_variables(*_TORCHRUN_VARIABLES) or _from_slurm()
+    for row in _MPI_VARIABLES:
+        found = found or _from_variables(*row)
+    return found
+
+
+def _from_slurm() -> ProcessInfo | None:
+    job = slurm_job()
+    if job is None or not job.in_step:  # the batch script is one process, whatever --ntasks
+        return None
+    place = (job.process_index, job.local_process_index, job.num_processes)
+    return ProcessInfo(*place, job.num_local_processes, "environment")
+
+
+def _from_variables(
+    rank_name: str, size_name: str, local_rank_name: str, local_size_name: str
+) -> ProcessInfo | None:
+    rank, size = _int_env(rank_name), _int_env(size_name)
+    if rank is None or size is None:
+        return None
+    local_size = _int_env(local_size_name) or size
+    local_rank = _int_env(local_rank_name)
+    return ProcessInfo(
+        process_index=rank,
+        local_process_index=rank % local_size if local_rank is None else local_rank,
+        num_processes=size,
+        num_local_processes=local_size,
+        source="environment",
+    )
 
 
 def _single() -> ProcessInfo:
@@ -181,7 +197,13 @@ def _single() -> ProcessInfo:
 
 
 def _local_world_size_from_env(world_size: int) -> int:
-    return _int_env("LOCAL_WORLD_SIZE") or _int_env("SLURM_NTASKS_PER_NODE") or world_size
+    local_size = _int_env("LOCAL_WORLD_SIZE")
+    if local_size:
+        return local_size
+    job = slurm_job()
+    if job is not None and job.in_step and job.num_processes == world_size:
+        return job.num_local_processes
+    return world_size
 
 
 def _int_env(name: str) -> int | None:

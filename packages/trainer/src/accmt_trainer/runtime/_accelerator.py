@@ -18,7 +18,7 @@ from accelerate.utils import (
 # Accelerate 1.2 has it in accelerate.utils.other only (1.16 there too, and in accelerate.utils).
 from accelerate.utils.other import is_compiled_module
 
-from accmt_decorators import current_process
+from accmt_decorators import current_process, export_slurm_rendezvous
 
 from .._errors import TrainerConfigError
 from ..config import one_of, option, positive_int
@@ -92,6 +92,7 @@ def make_accelerator(
     """The run's Accelerator. ``every_sample_once`` (evaluate, predict): the loaders it prepares
     give each process its own batches of the one-process order, the last round uneven, where
     Accelerate's default evens them out by repeating samples from the start."""
+    join_slurm_job()
     accelerator = Accelerator(
         cpu=use_cpu(options.cpu),
         mixed_precision=options.mixed_precision,
@@ -114,6 +115,16 @@ def make_accelerator(
     )
     check_processes(accelerator)
     return accelerator
+
+
+def join_slurm_job() -> None:
+    """On a task of ``srun --ntasks=N python train.py``, the job's place for Accelerate and
+    torch: their variables (``MASTER_ADDR``, ``RANK``, ...) written from SLURM's where
+    torchrun's are absent, and torch's threads set to ``SLURM_CPUS_PER_TASK`` where
+    ``OMP_NUM_THREADS`` was not set (:func:`accmt_decorators.export_slurm_rendezvous`)."""
+    threads = export_slurm_rendezvous().get("OMP_NUM_THREADS")
+    if threads is not None:
+        torch.set_num_threads(int(threads))
 
 
 def check_processes(accelerator: Accelerator) -> None:

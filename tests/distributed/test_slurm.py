@@ -69,6 +69,8 @@ def test_two_srun_tasks_form_one_job(tmp_path: Path) -> None:
     records = read_ranks(tmp_path, 2)
     for rank, record in enumerate(records):
         assert record["torch_before"] is False  # SLURM's variables read by the standard library
+        # accmt-search's link, made before any Trainer: 2 processes, rank 0's value on both.
+        assert record["search_link"] == [2, 0]
         assert record["process"] == {
             "process_index": rank,
             "local_process_index": rank,

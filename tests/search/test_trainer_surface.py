@@ -14,7 +14,7 @@ import accmt_trainer.integration as integration
 
 SURFACE = "accmt_trainer.integration"
 # What only packages built on accmt-trainer use: not part of the user-facing API.
-INTERNAL = ["ProcessGroupScope", "check_writable", "stop_on_signals", "use_cpu"]
+INTERNAL = ["ProcessGroupScope", "check_writable", "join_slurm_job", "stop_on_signals", "use_cpu"]
 
 
 def imports_past_the_surface(source: str, filename: str = "<source>") -> list[str]:

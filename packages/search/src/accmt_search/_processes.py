@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 from accelerate import PartialState
 from accelerate.utils import broadcast_object_list, gather_object
 
-from accmt_trainer.integration import use_cpu
+from accmt_trainer.integration import join_slurm_job, use_cpu
 
 T = TypeVar("T")
 
@@ -30,7 +30,10 @@ class ProcessLink:
         Accelerate's state is one per process and fixed once made, so it must agree with the
         Trainer's ``cpu`` option: by default, several processes on a machine without an
         accelerator run on the CPU (gloo), where Accelerate alone would run each on its own.
+        Under ``srun --ntasks=N`` the job is formed from SLURM's variables first, as the
+        Trainer forms it.
         """
+        join_slurm_job()
         return cls(PartialState(cpu=use_cpu(cpu)))
 
     @property

@@ -17,6 +17,9 @@ ones it needs are re-exported here as well, the same objects as ``accmt_trainer`
 - `use_cpu(cpu)`: whether ``Trainer(cpu=cpu)`` runs on the CPU, so that a program which makes
   Accelerate's state before the Trainer (a search sending each trial's values to every
   process) makes it with the Trainer's choice.
+- `join_slurm_job()`: on a task of ``srun --ntasks=N python ...``, torch's and Accelerate's
+  variables written from SLURM's (and torch's threads), as the Trainer does before it makes
+  its Accelerator, so that a program which makes Accelerate's state first forms the same job.
 - `ProcessGroupScope`: a context manager that, on exit, tears down the process group only if
   it was made inside the block, so that one group serves a whole search of many fits.
 - `stop_on_signals(request_stop, enabled)`: a context manager in which SIGINT and SIGTERM call
@@ -33,7 +36,7 @@ from . import (
     TrainerConfigError,
 )
 from .checkpointing import check_writable
-from .runtime import ProcessGroupScope, stop_on_signals, use_cpu
+from .runtime import ProcessGroupScope, join_slurm_job, stop_on_signals, use_cpu
 
 __all__ = [
     "AcceleratorModule",
@@ -43,6 +46,7 @@ __all__ = [
     "Trainer",
     "TrainerConfigError",
     "check_writable",
+    "join_slurm_job",
     "stop_on_signals",
     "use_cpu",
 ]

@@ -6,6 +6,7 @@ the Monitor logs."""
 from ._accelerator import (
     AcceleratorOptions,
     drop_mixed_precision_forward,
+    join_slurm_job,
     make_accelerator,
     own_model,
     use_cpu,
@@ -28,6 +29,7 @@ __all__ = [
     "TrackerRuns",
     "Usage",
     "drop_mixed_precision_forward",
+    "join_slurm_job",
     "kept_rng_states",
     "log_artifact",
     "make_accelerator",

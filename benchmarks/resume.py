@@ -2,7 +2,7 @@
 the position it resumes at, on 1 and 2 processes, and against the checkpoint's size.
 
     ./hatchw run python benchmarks/resume.py [--positions 0,1000,10000] [--repeats 3]
-        [--sizes 1,100,400] [--parts stream,size]
+        [--counts 1,2] [--sizes 1,100,400] [--parts stream,size]
 
 The stream is the one a new user trains on: ``datasets``' ``Dataset.to_iterable_dataset
 (num_shards=8).map(...)`` of plain rows, its ``map`` making each sample's 16 features (the
@@ -15,8 +15,8 @@ number of processes and form, one run trains to the largest position with a chec
 at a position (``Trainer(resume=<its number>)``), times its first new step, counts the samples
 each process's ``map`` made, and ends there (``os._exit``: what comes after is not a resume's
 cost). Position 0 is a fresh start, the floor: the interpreter, the imports, building the
-Trainer and the data, and one step. Each figure is the median of ``--repeats`` runs taken in
-turn.
+Trainer and the data, and one step. Each figure is the median of ``--repeats`` runs, the
+positions taken in turn in each round.
 
 The size part resumes a 1-process run from its checkpoint at step 10 for models of ``--sizes``
 MB of float32 weights (AdamW's two moments triple the checkpoint), on a map-style dataset: the
@@ -191,7 +191,7 @@ def first_step(processes: int, source: Path, arguments: list[str]) -> tuple[floa
         return seconds, [figure["made"] for figure in figures], resume_line(run.stderr)
 
 
-def stream_part(positions: list[int], repeats: int) -> None:
+def stream_part(positions: list[int], repeats: int, counts: list[int]) -> None:
     every, last = positions[1], positions[-1]
     print(
         f"Stream resume: a datasets stream ({SHARDS} shards, .map), batch {BATCH} per process; "
@@ -199,7 +199,7 @@ def stream_part(positions: list[int], repeats: int) -> None:
         "each process's map made"
     )
     print(f"{'processes':>9}  {'stream':<22}{'position':>9}{'seconds':>9}  samples made")
-    for processes in (1, 2):
+    for processes in counts:
         for mode, label in (("state", "keeps its place"), ("replay", "without state (replay)")):
             with tempfile.TemporaryDirectory() as scratch:
                 trained = Path(scratch) / "trained"
@@ -208,20 +208,22 @@ def stream_part(positions: list[int], repeats: int) -> None:
                 # has not finished, resumed with the settings it was made with.
                 checkpoints = ["--checkpoint-every", f"{every} steps", "--folder", str(trained)]
                 launch(processes, [*common, *checkpoints])
-                for position in positions:
-                    resume = ["--resume", str(position // every)] if position else []
-                    source = trained if position else Path(scratch) / "none"
-                    samples = []
-                    for _ in range(repeats):
-                        samples.append(first_step(processes, source, [*common, *resume]))
-                    seconds = statistics.median(sample[0] for sample in samples)
-                    made = samples[0][1]
+                # The positions taken in turn, each round, so that the machine's noise hits
+                # them alike.
+                samples: dict[int, list[tuple[float, list[int], str]]] = {p: [] for p in positions}
+                for _ in range(repeats):
+                    for position in positions:
+                        resume = ["--resume", str(position // every)] if position else []
+                        source = trained if position else Path(scratch) / "none"
+                        run = first_step(processes, source, [*common, *resume])
+                        samples[position].append(run)
+                for position, runs in samples.items():
+                    seconds = statistics.median(run[0] for run in runs)
                     print(
-                        f"{processes:>9}  {label:<22}{position:>9}{seconds:>9.2f}  {made}",
+                        f"{processes:>9}  {label:<22}{position:>9}{seconds:>9.2f}  {runs[0][1]}",
                         flush=True,
                     )
-                    if position == last:
-                        print(f"{'':>11}{samples[0][2]}")
+                print(f"{'':>11}{samples[last][0][2]}")
 
 
 def size_part(sizes: list[int], repeats: int) -> None:
@@ -273,6 +275,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--positions", type=numbers, default=[0, 1000, 10000])
     parser.add_argument("--sizes", type=numbers, default=[1, 100, 400])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--counts", type=numbers, default=[1, 2], help="numbers of processes")
     parser.add_argument("--parts", default="stream,size")
     # The child's options.
     parser.add_argument("--child", action="store_true")
@@ -299,7 +302,7 @@ def main() -> None:
     if positions[0] != 0 or len(positions) < 2 or any(p % positions[1] for p in positions):
         raise SystemExit("--positions: 0 first, then multiples of the second (its checkpoints)")
     if "stream" in options.parts:
-        stream_part(positions, options.repeats)
+        stream_part(positions, options.repeats, options.counts)
     if "size" in options.parts:
         size_part(options.sizes, options.repeats)
 

@@ -5,11 +5,9 @@ and under SLURM the requeue signal's stop requeues the job once, after its check
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from accmt_callbacks import Callback
 from accmt_state import TrainingState
 from accmt_trainer import EXIT_RESUMABLE, TrainerConfigError, exit_status
 
+from ._fake_scontrol import calls, fake_scontrol, on_path
 from .conftest import Classifier, blobs
 from .test_checkpoints import fit, folders, hps, make, same_weights, saved, weights
 
@@ -234,30 +233,12 @@ def test_a_second_ctrl_c_ends_fit_at_once(tmp_path: Path) -> None:
     assert all(saved(folder).global_step < 6 for folder in folders(tmp_path))
 
 
-FAKE_SCONTROL = """#!/bin/sh
-# Records each call on a line: its arguments, who called it, and the newest checkpoint then.
-printf '%s|%s|%s\n' "$*" "$PPID" "$(tr -d ' \n' < "{root}/latest.json")" >> "{calls}"
-exit {status}
-"""
-
-
-def fake_scontrol(folder: Path, root: Path, status: int = 0) -> Path:
-    """A real ``scontrol`` program, first on PATH, that records its calls in folder/calls."""
-    program = folder / "bin" / "scontrol"
-    program.parent.mkdir(parents=True)
-    calls = folder / "calls"
-    program.write_text(FAKE_SCONTROL.format(root=root, calls=calls, status=status))
-    program.chmod(program.stat().st_mode | stat.S_IXUSR)
-    return calls
-
-
 @pytest.mark.parametrize("status", [0, 1])
 def test_the_requeue_signal_stops_then_requeues_the_slurm_job_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, status: int
 ) -> None:
     run = tmp_path / "run"
-    calls = fake_scontrol(tmp_path, run / "checkpoints", status)
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", on_path(fake_scontrol(tmp_path, run / "checkpoints", status)))
     monkeypatch.setenv("SLURM_JOB_ID", "78")
     monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "77")
     monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "1")
@@ -267,11 +248,13 @@ def test_the_requeue_signal_stops_then_requeues_the_slurm_job_once(
     newest = folders(run)[-1]
     # Called once (the repeated signal made no second call), for the array task, by this
     # process, when the stop's checkpoint was already the newest one.
-    [call] = calls.read_text().splitlines()
-    words, caller, latest = call.split("|")
-    assert words == "requeue 77_1"
-    assert int(caller) == os.getpid()
-    assert json.loads(latest) == {"latest": newest.name}
+    [call] = calls(tmp_path)
+    assert call == {
+        "args": ["requeue", "77_1"],
+        "caller": os.getpid(),
+        "latest": newest.name,
+        "manifest": True,
+    }
     said = " ".join(r.getMessage() for r in caplog.records)
     if status == 0:
         assert f"requeued SLURM job 77_1: it resumes from {newest}" in said
@@ -282,8 +265,7 @@ def test_the_requeue_signal_stops_then_requeues_the_slurm_job_once(
 def test_no_requeue_without_auto_requeue_or_outside_slurm(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls = fake_scontrol(tmp_path, tmp_path / "run" / "checkpoints")
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PATH", on_path(fake_scontrol(tmp_path, tmp_path / "run" / "checkpoints")))
     monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
     monkeypatch.setenv("SLURM_JOB_ID", "78")
     usr1 = [SignalInStep(signal.SIGUSR1, 2)]
@@ -291,7 +273,7 @@ def test_no_requeue_without_auto_requeue_or_outside_slurm(
     assert (state.global_step, state.stop_signal) == (2, "SIGUSR1")
     monkeypatch.delenv("SLURM_JOB_ID")
     fit(make(tmp_path / "run", callbacks=[SignalInStep(signal.SIGUSR1, 4)], **SETUP))
-    assert not calls.exists()
+    assert calls(tmp_path) == []
 
 
 @pytest.mark.parametrize(

@@ -56,6 +56,7 @@ class Forwarder:
         self.received: list[signal.Signals] = []
         self._sent: dict[tuple[int, float], int] = {}  # worker -> signals sent to it
         self._group = os.getpgid(0)
+        self._forwarding = False
 
     def note(self, signum: int, frame: object) -> None:
         """The signal handler: keep the signal and forward it at once."""
@@ -65,14 +66,24 @@ class Forwarder:
     def forward(self) -> None:
         """Send each worker the signals it has not had; a worker first seen after some came
         gets the first of them only (one stop request, not a second Ctrl-C)."""
-        if not self.received:
-            return
+        if self._forwarding:
+            return  # a signal came during a pass: that pass sends it on before it ends
+        self._forwarding = True
+        try:
+            done = 0
+            while done < len(self.received):
+                done = len(self.received)
+                self._forward(self.received[:done])
+        finally:
+            self._forwarding = False
+
+    def _forward(self, received: list[signal.Signals]) -> None:
         for worker in psutil.Process().children():
             with contextlib.suppress(psutil.Error, OSError):
                 key = (worker.pid, worker.create_time())
                 sent = self._sent.get(key)
-                pending = self.received[:1] if sent is None else self.received[sent:]
-                self._sent[key] = len(self.received)
+                pending = received[:1] if sent is None else received[sent:]
+                self._sent[key] = len(received)
                 same_group = os.getpgid(worker.pid) == self._group
                 for sig in pending:
                     if not (sig == signal.SIGINT and same_group):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from accelerate.commands.launch import launch_command_parser
 
 from accmt._cli import LaunchError, LaunchPlan, build_parser, main, plan_launch
 from accmt._strategies import STRATEGIES
+from accmt._supervisor import exit_status_of
 
 # accmt 1.9.5.1's strategies: the names of the Accelerate config files it shipped.
 ONE_X_STRATEGIES = [
@@ -298,3 +300,21 @@ BAD_COUNTS = [["--max-restarts", "-1"], ["--num-machines", "0"], ["--main-port",
 def test_bad_counts_are_refused_by_the_parser(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["launch", *argv, "train.py"])
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (subprocess.CalledProcessError(3, "train.py"), 3),
+        (subprocess.CalledProcessError(-9, "train.py"), 137),  # SIGKILL, as a shell says it
+        (SystemExit(None), 0),
+        (SystemExit(2), 2),
+        (SystemExit("failed"), 1),
+    ],
+)
+def test_a_launch_that_raised_exits_with_its_workers_status(
+    error: BaseException, status: int
+) -> None:
+    assert exit_status_of(error) == status
+    with pytest.raises(ValueError, match="not a worker's"):
+        exit_status_of(ValueError("not a worker's"))

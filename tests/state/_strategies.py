@@ -43,7 +43,9 @@ FIELD_STRATEGIES: dict[str, st.SearchStrategy[Any]] = {
     "last_evaluation_step": st.none() | counts,
     "skipped_steps": counts,
     "train_dataloader_idx": counts,
-    "schema_version": st.just(4),
+    "stop_reason": st.none() | st.text(max_size=20),
+    "stop_signal": st.none() | st.sampled_from(["SIGTERM", "SIGINT", "SIGUSR1"]),
+    "schema_version": st.just(5),
 }
 assert set(FIELD_STRATEGIES) == set(attrs.fields_dict(TrainingState)), "a field lacks a strategy"
 

@@ -28,7 +28,8 @@ def assert_schema_3_fields(state: TrainingState, stage: int = 0) -> None:
     assert state.last_evaluation_step is None
     assert state.skipped_steps == 0
     assert state.train_dataloader_idx == stage
-    assert state.schema_version == SCHEMA_VERSION == 4
+    assert (state.stop_reason, state.stop_signal) == (None, None)
+    assert state.schema_version == SCHEMA_VERSION == 5
 
 
 def test_accmt_1x_state_json_loads(tmp_path: Path) -> None:
@@ -51,7 +52,7 @@ def test_accmt_1x_state_json_loads(tmp_path: Path) -> None:
     assert state.model_savings == {"best_valid_loss": 0.4012, "accuracy": 0.8801}
     assert state.patience_left == {"best_valid_loss": 2}  # -1 meant "no patience"
     assert state.batches_seen_in_epoch == 130  # 1.x resumed by skipping train_step batches
-    assert_schema_3_fields(state)  # 1 -> 2 -> 3 -> 4
+    assert_schema_3_fields(state)  # 1 -> 2 -> 3 -> 4 -> 5
 
 
 def test_early_accmt_1x_state_json_without_late_fields_loads() -> None:
@@ -132,7 +133,7 @@ def test_a_schema_2_file_migrates_dropping_the_unread_fields() -> None:
     assert data["train_dataloader_idx"] == 1
     assert {"last_evaluation_step", "skipped_steps"}.isdisjoint(data)
     state = TrainingState.load(v2)
-    assert_schema_3_fields(state, stage=1)  # the stage index survives 2 -> 3 -> 4
+    assert_schema_3_fields(state, stage=1)  # the stage index survives 2 -> 3 -> 4 -> 5
     assert state.batches_seen_in_epoch == 64  # the resume position survives
     assert state.additional_metrics["validation"]["perplexity"] == math.inf
     assert state.model_savings["accuracy"] == -math.inf
@@ -146,7 +147,7 @@ def test_a_schema_2_file_migrates_dropping_the_unread_fields() -> None:
     assert data["sampler_seed"] == 1234
 
 
-def test_the_2_to_3_and_3_to_4_steps_set_the_new_fields_and_keep_the_rest() -> None:
+def test_the_steps_from_2_set_the_new_fields_and_keep_the_rest() -> None:
     from accmt_state import _migrations
 
     data = json.loads((FIXTURES / "v2_state.json").read_text(encoding="utf-8"))
@@ -154,12 +155,16 @@ def test_the_2_to_3_and_3_to_4_steps_set_the_new_fields_and_keep_the_rest() -> N
     assert set(migrated) == set(data) - set(REMOVED_IN_SCHEMA_3) | {
         "last_evaluation_step",
         "skipped_steps",
+        "stop_reason",
+        "stop_signal",
     }
     assert migrated == {
         **{k: v for k, v in data.items() if k not in REMOVED_IN_SCHEMA_3},
         "last_evaluation_step": None,
         "skipped_steps": 0,
-        "schema_version": 4,
+        "stop_reason": None,
+        "stop_signal": None,
+        "schema_version": 5,
     }
     # A schema-2 file that lacks a field (they had defaults) still migrates: stage 0.
     del data["sampler_seed"], data["train_dataloader_idx"]
@@ -180,20 +185,34 @@ def test_a_schema_3_file_gets_stage_0_and_keeps_everything_else() -> None:
         TrainingState.from_dict({**data, "samples_seen_in_epoch": 4096})
 
 
-def test_a_schema_4_file_is_not_migrated_and_needs_every_field() -> None:
+def test_a_schema_4_file_says_nothing_stopped_it_and_keeps_everything_else() -> None:
     data = json.loads((FIXTURES / "v4_state.json").read_text(encoding="utf-8"))
+    assert data["schema_version"] == 4
+    assert {"stop_reason", "stop_signal"}.isdisjoint(data)
+    state = TrainingState.from_dict(data)
+    golden = TrainingState.load(FIXTURES / "v5_state.json")
+    assert state == attrs.evolve(golden, stop_reason=None, stop_signal=None)
     with pytest.raises(StateError, match=r"required field missing @ \$\.train_dataloader_idx"):
         TrainingState.from_dict({k: v for k, v in data.items() if k != "train_dataloader_idx"})
+
+
+def test_a_schema_5_file_is_not_migrated_and_needs_every_field() -> None:
+    data = json.loads((FIXTURES / "v5_state.json").read_text(encoding="utf-8"))
+    with pytest.raises(StateError, match=r"required field missing @ \$\.stop_signal"):
+        TrainingState.from_dict({k: v for k, v in data.items() if k != "stop_signal"})
     with pytest.raises(StateError, match=r"expected an integer, got a boolean .*train_dataloader"):
         TrainingState.from_dict({**data, "train_dataloader_idx": True})
+    with pytest.raises(StateError, match=r"@ \$\.stop_reason"):
+        TrainingState.from_dict({**data, "stop_reason": 15})
 
 
 def test_the_current_format_is_frozen() -> None:
     # If this fails, the file format changed: bump SCHEMA_VERSION and register a migration.
-    golden = FIXTURES / "v4_state.json"
+    golden = FIXTURES / "v5_state.json"
     state = TrainingState.load(golden)
-    assert state.schema_version == SCHEMA_VERSION == 4
+    assert state.schema_version == SCHEMA_VERSION == 5
     assert (state.last_evaluation_step, state.skipped_steps) == (1000, 3)
+    assert (state.stop_reason, state.stop_signal) == ("received SIGUSR1", "SIGUSR1")
     assert state.train_dataloader_idx == 1
     assert state.batches_seen_in_epoch == 64
     assert state.additional_metrics["validation"]["perplexity"] == math.inf
@@ -203,7 +222,7 @@ def test_the_current_format_is_frozen() -> None:
 
 
 def test_golden_file_is_rewritten_byte_for_byte(tmp_path: Path) -> None:
-    golden = FIXTURES / "v4_state.json"
+    golden = FIXTURES / "v5_state.json"
     TrainingState.load(golden).save(tmp_path / "again.json")
     assert (tmp_path / "again.json").read_bytes() == golden.read_bytes()
 
@@ -215,8 +234,8 @@ def newer(**extra: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("data", "refusal"),
     [
-        (newer(), r"schema 5 is newer .* \(4\); .* lenient=True .* @ \$\.schema_version"),
-        (newer(grad_scale=1.0), r"schema 5 is newer"),
+        (newer(), r"schema 6 is newer .* \(5\); .* lenient=True .* @ \$\.schema_version"),
+        (newer(grad_scale=1.0), r"schema 6 is newer"),
         ({**TrainingState().to_dict(), "grad_scale": 1.0}, r"unknown fields 'grad_scale' .* @ \$"),
         (
             {**TrainingState(global_step=9).to_dict(), "sampler_seed": 1234},
@@ -256,6 +275,8 @@ def test_register_migration_guards_its_registry() -> None:
         register_migration(2)(lambda data: data)
     with pytest.raises(ValueError, match="already registered: _stage_index"):
         register_migration(3)(lambda data: data)
+    with pytest.raises(ValueError, match="already registered: _stop_fields"):
+        register_migration(4)(lambda data: data)
     with pytest.raises(ValueError, match="would never run"):
         register_migration(SCHEMA_VERSION)
     with pytest.raises(ValueError, match="between 1 and"):
@@ -265,14 +286,14 @@ def test_register_migration_guards_its_registry() -> None:
 
 
 def test_migrations_run_in_order_one_version_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Pretend a schema 5 exists, to see the registered steps chain from a 1.x file.
+    # Pretend a schema 6 exists, to see the registered steps chain from a 1.x file.
     from accmt_state import _migrations
 
-    monkeypatch.setattr(_migrations, "SCHEMA_VERSION", 5)
+    monkeypatch.setattr(_migrations, "SCHEMA_VERSION", 6)
     monkeypatch.setattr(_migrations, "_MIGRATIONS", dict(_migrations._MIGRATIONS))
     seen: list[dict[str, Any]] = []
 
-    @register_migration(4)
+    @register_migration(5)
     def rename_global_step(data: dict[str, Any]) -> dict[str, Any]:
         seen.append(dict(data))
         steps = data.pop("global_step")
@@ -280,12 +301,13 @@ def test_migrations_run_in_order_one_version_at_a_time(monkeypatch: pytest.Monke
 
     data = json.loads((FIXTURES / "accmt1_state.json").read_text(encoding="utf-8"))
     migrated = _migrations.migrate(data)
-    assert [step["schema_version"] for step in seen] == [4]
+    assert [step["schema_version"] for step in seen] == [5]
     assert seen[0]["batches_seen_in_epoch"] == 130  # the 1 -> 2 step ran first
     assert seen[0]["skipped_steps"] == 0  # then the 2 -> 3 step
     assert seen[0]["train_dataloader_idx"] == 0  # then the 3 -> 4 step
+    assert seen[0]["stop_signal"] is None  # then the 4 -> 5 step
     assert set(REMOVED_IN_SCHEMA_3).isdisjoint(seen[0])
-    assert migrated["schema_version"] == 5
+    assert migrated["schema_version"] == 6
     assert migrated["optimizer_steps"] == 765
     assert "global_step" not in migrated
     assert migrated["batches_seen_in_epoch"] == 130

@@ -32,7 +32,9 @@ DEFAULTS = {
     "last_evaluation_step": None,
     "skipped_steps": 0,
     "train_dataloader_idx": 0,
-    "schema_version": 4,
+    "stop_reason": None,
+    "stop_signal": None,
+    "schema_version": 5,
 }
 
 REMOVED_IN_SCHEMA_3 = ["samples_seen_in_epoch", "sampler_seed"]
@@ -65,12 +67,14 @@ NONSENSE: list[tuple[str, Any, type[Exception]]] = [
     ("patience_left", {"accuracy": -1}, ValueError),
     ("patience_left", {"accuracy": 2.0}, TypeError),
     ("patience_left", {("a",): 2}, TypeError),
+    ("stop_reason", 15, TypeError),
+    ("stop_signal", False, TypeError),
 ]
 
 
 def test_defaults_are_accmt_1x_ones_plus_resume_fields() -> None:
     assert attrs.asdict(TrainingState()) == DEFAULTS
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     # so NONSENSE checks them like every other counter
     assert {"skipped_steps", "train_dataloader_idx"} <= set(COUNTERS)
 
@@ -139,7 +143,7 @@ def test_schema_version_is_fixed() -> None:
         state.schema_version = 1
     with pytest.raises(ValueError, match="schema_version"):
         TrainingState(schema_version=1)
-    with pytest.raises(ValueError, match="schema_version must be 4, got 3"):
+    with pytest.raises(ValueError, match="schema_version must be 5, got 3"):
         TrainingState(schema_version=3)
 
 
@@ -189,7 +193,7 @@ def test_to_dict_is_plain_strict_json_data() -> None:
     data = state.to_dict()
     assert data["best_train_loss"] == {"$numberDouble": "Infinity"}
     assert data["additional_metrics"] == {"validation": {"loss": {"$numberDouble": "NaN"}}}
-    assert data["schema_version"] == 4
+    assert data["schema_version"] == 5
     assert (data["last_evaluation_step"], data["skipped_steps"]) == (None, 0)
     assert list(data) == list(DEFAULTS)
 

@@ -1,8 +1,9 @@
 """The ``accmt`` command: ``accmt launch`` runs a training script on several processes through
 Accelerate's launcher, with accmt 1.x's options; ``accmt strats`` lists the strategies.
 
-Accelerate does the launching (its ``launch`` command, called in this process); this module only
-turns 1.x's options into Accelerate's. One trap is hidden here: ``accelerate launch --cpu
+Accelerate does the launching (its ``launch`` command, called in a thread of this process,
+whose main thread forwards signals to the workers: ``_supervisor``); this module only turns
+1.x's options into Accelerate's. One trap is hidden here: ``accelerate launch --cpu
 --num_processes 2`` starts a single process, so several CPU processes are launched as a
 multi-process job with the GPUs hidden and ``ACCELERATE_USE_CPU`` set, which runs on gloo.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -23,6 +23,7 @@ from ._errors import LaunchError
 from ._rendezvous import count, port, positive
 from ._rendezvous import rendezvous as find_rendezvous
 from ._strategies import FAMILIES, STRATEGIES, Strategy
+from ._supervisor import exit_status_of, supervise
 
 _DESCRIPTION = "accmt: train with the accmt Trainer on one or many processes."
 _EPILOG = "Run 'accmt COMMAND --help' for a command's options."
@@ -287,23 +288,25 @@ def plan_launch(
 
 
 def run(plan: LaunchPlan) -> int:
-    """Launch through Accelerate; the exit status is the script's (the first failed
-    process's, on several)."""
+    """Launch through Accelerate, the signals forwarded to the workers (``_supervisor``); the
+    exit status is the script's (the first failed process's, on several), or 75 for workers a
+    signal stopped (checkpointed, to be resumed)."""
     from accelerate.commands.launch import launch_command, launch_command_parser
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     accelerate_options = launch_command_parser().parse_args(list(plan.accelerate_args))
     if plan.rdzv_endpoint is not None and accelerate_options.num_machines == 1:
         # Accelerate's parser has no --rdzv_endpoint; torchrun's does, and reads it from here.
         accelerate_options.rdzv_endpoint = plan.rdzv_endpoint
     os.environ.update(plan.environment)
-    try:
-        launch_command(accelerate_options)
-    except subprocess.CalledProcessError as error:
-        return error.returncode
-    except ChildFailedError as error:
-        return error.get_first_failure()[1].exitcode or 1
-    return 0
+
+    def launch() -> int:
+        try:
+            launch_command(accelerate_options)
+        except BaseException as error:  # a failed worker's status; any other error raised
+            return exit_status_of(error)
+        return 0
+
+    return supervise(launch)
 
 
 def _strategy(value: str) -> tuple[tuple[str, ...], str]:

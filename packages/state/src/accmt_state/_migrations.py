@@ -5,7 +5,8 @@ Version 1 is accmt 1.x's ``state.json``: the TrainingState fields written by ``j
 mid-epoch resume needs and the ``schema_version`` key itself. Version 3 drops the fields that
 nothing read (``samples_seen_in_epoch``, ``sampler_seed``, and ``train_dataloader_idx``, since
 accmt 2 then had one training loader) and adds ``last_evaluation_step`` and ``skipped_steps``.
-Version 4 brings back ``train_dataloader_idx``, the index of the curriculum stage.
+Version 4 brings back ``train_dataloader_idx``, the index of the curriculum stage. Version 5
+adds ``stop_reason`` and ``stop_signal``, what stopped a run before its end.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from ._converter import describe
 from ._errors import StateError, StateMigrationError, StateTypeError, fields_error
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema version this accmt-state writes; files of older versions are migrated on load."""
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
@@ -156,3 +157,10 @@ def _stage_index(data: dict[str, Any]) -> dict[str, Any]:
     as a count on load like every other.
     """
     return {**data, "train_dataloader_idx": data.get("train_dataloader_idx", 0)}
+
+
+@register_migration(4)
+def _stop_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 4 to 5: ``stop_reason`` and ``stop_signal`` say what stopped a run before its
+    end. A schema 4 file does not say: None for both (a resumed run clears them anyway)."""
+    return {**data, "stop_reason": None, "stop_signal": None}

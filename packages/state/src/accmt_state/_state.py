@@ -22,6 +22,7 @@ from ._validators import (
     optional,
     real_number,
     rule,
+    text,
 )
 
 
@@ -78,6 +79,12 @@ class TrainingState:
             finite (``Trainer(on_nonfinite_loss="skip")``).
         train_dataloader_idx: The index of the current curriculum stage (its training
             loader); 0 without a curriculum. Kept across a resume.
+        stop_reason: Why the run stopped before its end: the first stop request's reason on
+            this process (``"received SIGTERM"``, a callback's, ``"a stop was asked on another
+            process"``); None while it runs, once it finished, and again when it resumes.
+        stop_signal: The name of the signal that stopped the run (``"SIGUSR1"``), whichever
+            process received it, the same on every process; None when no signal stopped it. A
+            run stopped by a signal is to be resumed: ``accmt_trainer.exit_status`` reads it.
         schema_version: The file schema this state is written in; always the current one.
     """
 
@@ -104,6 +111,8 @@ class TrainingState:
     last_evaluation_step: int | None = field(default=None, validator=rule(optional(count)))
     skipped_steps: int = _count()
     train_dataloader_idx: int = _count()
+    stop_reason: str | None = field(default=None, validator=rule(optional(text)))
+    stop_signal: str | None = field(default=None, validator=rule(optional(text)))
     schema_version: int = field(
         default=SCHEMA_VERSION, validator=rule(current_schema), on_setattr=setters.frozen
     )

@@ -51,6 +51,12 @@ def boolean(name: str, value: object) -> None:
         raise _type_error(name, "a bool", value)
 
 
+def text(name: str, value: object) -> None:
+    """A str."""
+    if not isinstance(value, str):
+        raise _type_error(name, "a str", value)
+
+
 def floating(name: str, value: object) -> None:
     """A float (ints are converted before this runs, see :func:`as_float`)."""
     if not isinstance(value, float):

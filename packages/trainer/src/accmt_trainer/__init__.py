@@ -31,9 +31,10 @@ from .data import (
     TokenBudgetBatchSampler,
 )
 from .inference import iter_predictions, load_predictions
-from .runtime import seed_everything
+from .runtime import EXIT_RESUMABLE, exit_status, seed_everything
 
 __all__ = [
+    "EXIT_RESUMABLE",
     "AcceleratorModule",
     "ArtifactNotFoundError",
     "CheckpointError",
@@ -54,6 +55,7 @@ __all__ = [
     "Trainer",
     "TrainerConfigError",
     "TrainerError",
+    "exit_status",
     "iter_predictions",
     "load_predictions",
     "load_weights",

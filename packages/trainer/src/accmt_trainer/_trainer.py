@@ -123,6 +123,8 @@ class Trainer:
         patience: int | Mapping[str, int] | None = None,
         save_merged: bool = False,
         handle_signals: bool = True,
+        requeue_signal: str | int | None = "SIGUSR1",
+        auto_requeue: bool = True,
         sanity_check: bool = True,
         on_nonfinite_loss: NonFinitePolicy = "error",
         checkpoint_async: bool = False,

@@ -27,14 +27,16 @@ from ..checkpointing import (
 from ..console import console_lines, logger
 from ..data import check_datasets, check_stream
 from ..runtime import (
+    StopSignals,
     TrackerRuns,
     drop_mixed_precision_forward,
     make_accelerator,
     own_model,
+    requeue,
     send,
     shards_the_model,
+    slurm_job,
     start_trackers,
-    stop_on_signals,
     warn_if_not_sharded,
 )
 from ._loop import TrainingLoop
@@ -48,6 +50,7 @@ from ._weight_average import WeightAverage
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
+    from pathlib import Path
 
     from torch.utils.data import Dataset
 
@@ -90,6 +93,9 @@ class Fit:
         """Whether the run got past its checks and writes into its folders."""
         self.tracker_runs = TrackerRuns()
         """The tracker runs this fit writes into (set as its trackers start)."""
+        requeue_signal = options.requeue_signal if options.handle_signals else None
+        self.signals = StopSignals(callbacks.request_stop, requeue_signal=requeue_signal)
+        """SIGTERM, SIGINT and the requeue signal: a stop request while the fit runs."""
         self.reported_names: dict[str, list[str]] | None = None
         """What each validation set reported in the sanity check (set -> sorted names, the loss
         as ``"loss"``), for a callback's ``on_fit_start`` to check the names it will read
@@ -117,8 +123,11 @@ class Fit:
                 check_peft_model(
                     self.module.model, self.accelerator, options.best_model_options.save_merged
                 )
+                self.callbacks.clear_stop()  # a new fit starts with no stop request
                 try:
-                    return self._train(datasets, trainer)
+                    # From here on a signal asks for a stop, wherever the run is.
+                    with self.signals.catching(options.handle_signals):
+                        return self._train(datasets, trainer)
                 finally:
                     self._release()
 
@@ -169,7 +178,6 @@ class Fit:
         if average is not None:
             average.start()  # from the weights the run starts with, where they train
         self.state = state = start.state or TrainingState()
-        callbacks.clear_stop()
         owners = self._build_owners(run, state, checkpoints, trainer)
         resume = None
         if start.folder is not None:
@@ -194,6 +202,9 @@ class Fit:
             continued=start.tracker_runs,
         )
         self._say_start(start, run, state, resume)
+        if resume is not None:
+            # It goes on: neither finished (a finished run given more epochs) nor stopped.
+            state.update(finished=False, stop_reason=None, stop_signal=None)
         rest = None if resume is None else resume.restore()
         self.loop = loop = self._build_loop(run, state, owners, start.facts, resumed=bool(resume))
         return self._drive(loop, rest)
@@ -243,6 +254,7 @@ class Fit:
             saving_rules=self.saving_rules,
             log=self.log,
             average=self.average,
+            signals=self.signals,
         )
         self.handle = RunHandle(owners.optimizer_step, self.log)
         bind_module(module, run.accelerator, state, self.handle)
@@ -276,8 +288,7 @@ class Fit:
     def _drive(self, loop: TrainingLoop, rest: Iterator[Any] | None) -> TrainingState:
         checkpoints, callbacks = loop.owners.checkpoints, self.callbacks
         try:
-            with stop_on_signals(callbacks.request_stop, self.options.handle_signals):
-                loop.fit(rest)
+            loop.fit(rest)
             checkpoints.wait()
         except BaseException as error:
             try:
@@ -296,4 +307,27 @@ class Fit:
             newest = checkpoints.complete()
             line = stopped_line(callbacks.stop_reason, state, newest[-1] if newest else None)
             logger.warning("%s", line)
+            if state.stop_signal is not None and state.stop_signal == self._requeue_signal():
+                self._requeue(checkpoints, newest)
         return state
+
+    def _requeue_signal(self) -> str | None:
+        """The signal after whose stop the job requeues itself, or None (``auto_requeue`` or
+        ``handle_signals`` off, or no requeue signal)."""
+        options = self.options
+        return options.requeue_signal if options.auto_requeue and options.handle_signals else None
+
+    def _requeue(self, checkpoints: Checkpoints, newest: list[Path]) -> None:
+        """Main process, the stop's checkpoint durable (every process waited for it): under
+        SLURM, ``scontrol requeue`` this job, once."""
+        job = slurm_job()
+        if job is None:
+            return  # not under SLURM: the stop is all
+        if not checkpoints.scheduled or not newest:
+            logger.error(
+                "SLURM job %s was not requeued: the run writes no checkpoints "
+                "(checkpoint_every=None), so a requeued job would start over",
+                job,
+            )
+            return
+        requeue(job, str(newest[-1]))

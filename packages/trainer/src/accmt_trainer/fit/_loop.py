@@ -100,11 +100,22 @@ class TrainingLoop:
         ):
             self._evaluate()
         self.state.finished = self.reached_end()
+        self._say_what_stopped()
         self.checkpoint()
         # Every process's on_fit_end finds the last checkpoint synced and the oldest removed.
         self.owners.checkpoints.wait()
         self.run.accelerator.wait_for_everyone()
         self.callbacks.call("on_fit_end")
+
+    def _say_what_stopped(self) -> None:
+        """The state, and so the run's last checkpoint, says what stopped a run before its end:
+        the stop request's reason, and the signal behind it (the same on every process)."""
+        stopped = self.owners.stop.agreed and not self.reached_end()
+        received = self.owners.stop.stop_signal if stopped else None
+        self.state.update(
+            stop_reason=self.callbacks.stop_reason if stopped else None,
+            stop_signal=None if received is None else received.name,
+        )
 
     # --------------------------------------------------------------------------- epoch
 
@@ -280,6 +291,7 @@ class TrainingLoop:
         if not self.owners.checkpoints.scheduled or self._moment() == self._last_checkpoint:
             return
         self.owners.nonfinite_guard.check(self.run.model.parameters())
+        self._say_what_stopped()
         self._last_checkpoint = self._moment()
         self.callbacks.call("on_save_checkpoint")
         self.state.num_checkpoints_made += 1

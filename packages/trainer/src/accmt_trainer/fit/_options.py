@@ -10,7 +10,7 @@ from ..checkpointing import CheckpointOptions
 from ..config import HyperParameters, option, profile_window
 from ..data import LoaderOptions
 from ..evaluation import EvaluationOptions
-from ..runtime import AcceleratorOptions, LoggingOptions
+from ..runtime import AcceleratorOptions, LoggingOptions, requeue_signal_name
 from ._best_models import BestModelOptions
 from ._loop_options import LoopOptions
 from ._optimizer_step import StepOptions
@@ -32,7 +32,14 @@ class FitOptions:
     best_model_options: BestModelOptions
     logging_options: LoggingOptions
     handle_signals: bool = True
-    """SIGINT and SIGTERM ask the run to stop (checkpointed) rather than kill it."""
+    """SIGINT, SIGTERM and ``requeue_signal`` ask the run to stop (checkpointed) rather than
+    kill it (``runtime/_signals``)."""
+    requeue_signal: str | None = attrs.field(default="SIGUSR1", converter=requeue_signal_name)
+    """The signal SLURM sends before the job's end (``--signal``): a stop request, after which
+    the job requeues itself (``auto_requeue``); its full name, or None."""
+    auto_requeue: bool = True
+    """Under SLURM, once the stop ``requeue_signal`` asked for is checkpointed, the main
+    process requeues the job (``runtime/_requeue``)."""
     sanity_check: bool = True
     """Each validation set's first batch runs before the first step, and the names checked."""
     ema_decay: float | None = attrs.field(default=None, validator=option(check_decay))

@@ -13,7 +13,7 @@ from accmt_callbacks import CallbackHandler
 from ..checkpointing import Checkpoints, SavingRule
 from ..console import ProgressBar
 from ..evaluation import Evaluation, TrainingLosses
-from ..runtime import StepProfiler
+from ..runtime import StepProfiler, StopSignals
 from ._best_models import BestModels, choose_rules
 from ._nonfinite import NonFiniteGuard
 from ._optimizer_step import OptimizerStep
@@ -60,8 +60,10 @@ def build_owners(
     saving_rules: Mapping[str, SavingRule],
     log: LogValues,
     average: WeightAverage | None = None,
+    signals: StopSignals | None = None,
 ) -> Owners:
-    """The owners of one run around ``state``; ``log`` sends values to its trackers."""
+    """The owners of one run around ``state``; ``log`` sends values to its trackers;
+    ``signals`` are the stop signals the run catches (which the stop agreement tells)."""
     accelerator, step_options = run.accelerator, options.step_options
     logging_options = options.logging_options
     nonfinite_guard = NonFiniteGuard(step_options.on_nonfinite_loss, accelerator)
@@ -106,7 +108,7 @@ def build_owners(
         checkpoints=checkpoints,
         nonfinite_guard=nonfinite_guard,
         progress=ProgressBar(logging_options.progress_bar, accelerator.is_main_process),
-        stop=StopAgreement(callbacks, accelerator.num_processes),
+        stop=StopAgreement(callbacks, accelerator.num_processes, signals),
         profiler=StepProfiler(
             options.profile_steps,
             logging_options.profiles,

@@ -30,12 +30,12 @@ from ..runtime import (
     StopSignals,
     TrackerRuns,
     drop_mixed_precision_forward,
+    job_to_requeue,
     make_accelerator,
     own_model,
     requeue,
     send,
     shards_the_model,
-    slurm_job,
     start_trackers,
     warn_if_not_sharded,
 )
@@ -320,7 +320,7 @@ class Fit:
     def _requeue(self, checkpoints: Checkpoints, newest: list[Path]) -> None:
         """Main process, the stop's checkpoint durable (every process waited for it): under
         SLURM, ``scontrol requeue`` this job, once."""
-        job = slurm_job()
+        job = job_to_requeue()
         if job is None:
             return  # not under SLURM: the stop is all
         if not checkpoints.scheduled or not newest:

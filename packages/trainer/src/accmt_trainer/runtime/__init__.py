@@ -15,7 +15,7 @@ from ._accelerator import (
 from ._fsdp import reshard, shards_the_model, warn_if_not_sharded
 from ._process_group import ProcessGroupScope
 from ._profiling import StepProfiler
-from ._requeue import requeue, slurm_job
+from ._requeue import job_to_requeue, requeue
 from ._seeding import kept_rng_states, seed_everything
 from ._signals import (
     EXIT_RESUMABLE,
@@ -40,6 +40,7 @@ __all__ = [
     "Usage",
     "drop_mixed_precision_forward",
     "exit_status",
+    "job_to_requeue",
     "join_slurm_job",
     "kept_rng_states",
     "log_artifact",
@@ -51,7 +52,6 @@ __all__ = [
     "seed_everything",
     "send",
     "shards_the_model",
-    "slurm_job",
     "start_trackers",
     "stop_on_signals",
     "use_cpu",

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from ..console import logger
 
 
-def slurm_job(environ: Mapping[str, str] | None = None) -> str | None:
+def job_to_requeue(environ: Mapping[str, str] | None = None) -> str | None:
     """The SLURM job this process belongs to, as ``scontrol`` names it: ``<array job id>_<task
     id>`` for a task of a job array (its own SLURM_JOB_ID alone would name the array's first
     job to some commands), else SLURM_JOB_ID; None outside SLURM."""

@@ -12,7 +12,9 @@ place: ``state_dict``), and wrapped in an ``IterableDataset`` without state, whi
 reads again from the start, skipping the batches already trained on (the replay). For each
 number of processes and form, one run trains to the largest position with a checkpoint every
 ``--positions``' step; each resume starts a fresh copy of that run's folder from the checkpoint
-at a position (``Trainer(resume=<its number>)``), times its first new step, counts the samples
+at a position (``Trainer(resume=<its number>)``), times its first new step (from the launch,
+and from the ``fit`` call: the interpreter's start and the imports, the same in every run, are
+most of the first and most of its noise), counts the samples
 each process's ``map`` made, and ends there (``os._exit``: what comes after is not a resume's
 cost). Position 0 is a fresh start, the floor: the interpreter, the imports, building the
 Trainer and the data, and one step. Each figure is the median of ``--repeats`` runs, the
@@ -37,15 +39,27 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve()
 BATCH = 8
 FEATURES = 16
 SHARDS = 8
 SIZE_STEPS = 10
-# The counter of samples the stream's map made in this process (the child's only state).
+# The counter of samples the stream's map made in this process, and when fit was called (the
+# child's only state).
 MADE = [0]
+FIT_CALLED = [0.0]
+
+
+class FirstStep(NamedTuple):
+    """What one run reported: seconds from its launch and from its fit call to its first new
+    step (the slowest process's), each process's samples made, and its resume line."""
+
+    launch: float
+    fit: float
+    made: list[int]
+    line: str
 
 
 def features(row: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +125,8 @@ def child(options: argparse.Namespace) -> None:
             if not options.first_step_only:
                 return
             rank = int(os.environ.get("RANK", "0"))
-            figures = {"seconds": time.time() - options.started, "made": MADE[0]}
+            now = time.time()
+            figures = {"launch": now - options.started, "fit": now - FIT_CALLED[0], "made": MADE[0]}
             (report / f"rank{rank}.json").write_text(json.dumps(figures))
             os._exit(0)
 
@@ -144,6 +159,7 @@ def child(options: argparse.Namespace) -> None:
         callbacks=[FirstNewStep()],
         seed=0,
     )
+    FIT_CALLED[0] = time.time()
     trainer.fit(Classifier(), data)
 
 
@@ -171,10 +187,9 @@ def resume_line(stderr: str) -> str:
     return lines[-1] if lines else "(no resume line)"
 
 
-def first_step(processes: int, source: Path, arguments: list[str]) -> tuple[float, list[int], str]:
-    """A fresh copy of ``source`` resumed (or started) with ``arguments``: the seconds from
-    the launch to the first new step (the slowest process's), each process's samples made,
-    and the resume line."""
+def first_step(processes: int, source: Path, arguments: list[str]) -> FirstStep:
+    """A fresh copy of ``source`` resumed (or started) with ``arguments``, to its first new
+    step."""
     with tempfile.TemporaryDirectory() as scratch:
         folder, report = Path(scratch) / "run", Path(scratch) / "report"
         report.mkdir()
@@ -187,18 +202,22 @@ def first_step(processes: int, source: Path, arguments: list[str]) -> tuple[floa
         figures = [json.loads(path.read_text()) for path in sorted(report.glob("rank*.json"))]
         if len(figures) != processes:
             raise RuntimeError(f"{len(figures)} of {processes} processes reported:\n{run.stderr}")
-        seconds = max(figure["seconds"] for figure in figures)
-        return seconds, [figure["made"] for figure in figures], resume_line(run.stderr)
+        return FirstStep(
+            max(figure["launch"] for figure in figures),
+            max(figure["fit"] for figure in figures),
+            [figure["made"] for figure in figures],
+            resume_line(run.stderr),
+        )
 
 
 def stream_part(positions: list[int], repeats: int, counts: list[int]) -> None:
     every, last = positions[1], positions[-1]
     print(
         f"Stream resume: a datasets stream ({SHARDS} shards, .map), batch {BATCH} per process; "
-        f"seconds from launch to the first new step (median of {repeats}), and the samples "
-        "each process's map made"
+        f"seconds to the first new step from the launch and from the fit call (medians of "
+        f"{repeats}), and the samples each process's map made"
     )
-    print(f"{'processes':>9}  {'stream':<22}{'position':>9}{'seconds':>9}  samples made")
+    print(f"{'processes':>9}  {'stream':<22}{'position':>9}{'launch':>8}{'fit':>8}  samples made")
     for processes in counts:
         for mode, label in (("state", "keeps its place"), ("replay", "without state (replay)")):
             with tempfile.TemporaryDirectory() as scratch:
@@ -210,7 +229,7 @@ def stream_part(positions: list[int], repeats: int, counts: list[int]) -> None:
                 launch(processes, [*common, *checkpoints])
                 # The positions taken in turn, each round, so that the machine's noise hits
                 # them alike.
-                samples: dict[int, list[tuple[float, list[int], str]]] = {p: [] for p in positions}
+                samples: dict[int, list[FirstStep]] = {position: [] for position in positions}
                 for _ in range(repeats):
                     for position in positions:
                         resume = ["--resume", str(position // every)] if position else []
@@ -218,19 +237,21 @@ def stream_part(positions: list[int], repeats: int, counts: list[int]) -> None:
                         run = first_step(processes, source, [*common, *resume])
                         samples[position].append(run)
                 for position, runs in samples.items():
-                    seconds = statistics.median(run[0] for run in runs)
+                    launched = statistics.median(run.launch for run in runs)
+                    fit = statistics.median(run.fit for run in runs)
                     print(
-                        f"{processes:>9}  {label:<22}{position:>9}{seconds:>9.2f}  {runs[0][1]}",
+                        f"{processes:>9}  {label:<22}{position:>9}{launched:>8.2f}{fit:>8.2f}  "
+                        f"{runs[0].made}",
                         flush=True,
                     )
-                print(f"{'':>11}{samples[last][0][2]}")
+                print(f"{'':>11}{samples[last][0].line}")
 
 
 def size_part(sizes: list[int], repeats: int) -> None:
     print(
         f"\nCheckpoint size: 1 process, a model of N MB of float32 weights (AdamW), resumed "
-        f"from its checkpoint at step {SIZE_STEPS}: seconds from launch to the first new step "
-        f"(median of {repeats}), and beside it a fresh start's"
+        f"from its checkpoint at step {SIZE_STEPS}, beside a fresh start: seconds from the fit "
+        f"call to the first new step (medians of {repeats})"
     )
     print(f"{'weights MB':>10}{'checkpoint MB':>15}{'fresh':>8}{'resume':>8}{'extra':>8}")
     for size in sizes:
@@ -239,25 +260,14 @@ def size_part(sizes: list[int], repeats: int) -> None:
         common = ["--size", "--width", str(width), "--max-steps", str(SIZE_STEPS + 1)]
         with tempfile.TemporaryDirectory() as scratch:
             trained = Path(scratch) / "trained"
-            launch(
-                1,
-                [
-                    "--size",
-                    "--width",
-                    str(width),
-                    "--max-steps",
-                    str(SIZE_STEPS),
-                    "--checkpoint-every",
-                    f"{SIZE_STEPS} steps",
-                    "--folder",
-                    str(trained),
-                ],
-            )
-            stored = sum(path.stat().st_size for path in trained.rglob("*") if path.is_file())
+            checkpoints = ["--checkpoint-every", f"{SIZE_STEPS} steps", "--folder", str(trained)]
+            launch(1, [*common, *checkpoints])
+            (resumed_from,) = trained.rglob("checkpoint_000001")
+            stored = sum(path.stat().st_size for path in resumed_from.rglob("*") if path.is_file())
             fresh, resumed = [], []
             for _ in range(repeats):
-                fresh.append(first_step(1, Path(scratch) / "none", common)[0])
-                resumed.append(first_step(1, trained, [*common, "--resume", "1"])[0])
+                fresh.append(first_step(1, Path(scratch) / "none", common).fit)
+                resumed.append(first_step(1, trained, [*common, "--resume", "1"]).fit)
             fresh_s, resumed_s = statistics.median(fresh), statistics.median(resumed)
             print(
                 f"{size:>10}{stored / 1e6:>15.0f}{fresh_s:>8.2f}{resumed_s:>8.2f}"

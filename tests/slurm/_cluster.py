@@ -4,7 +4,8 @@ The daemons are Debian's (``apt-get install -y slurmctld slurmd munge slurm-clie
 .ci/run runs where they are missing). Everything else is the tests' own, in one temporary
 folder: a munge key and munged's socket, the slurm.conf that ``SLURM_CONF`` names to every
 SLURM command (/etc is neither read nor written), the controller's state, slurmd's spool, the
-daemons' logs, and two ports from this xdist worker's block. So a cluster here runs beside a
+daemons' logs, and ports (the daemons', and the jobs' through their ids) from this xdist
+worker's block. So a cluster here runs beside a
 system SLURM, or another test session's cluster, without touching either.
 
 munged, slurmctld and slurmd run in the foreground (``-F``, ``-D``) as children of the test
@@ -42,7 +43,8 @@ KILL_WAIT = 10
 # A requeued job may start again this many seconds after the requeue (SLURM's default is
 # the credential lifetime, 120 s).
 CRED_EXPIRE = 10
-# JobState values of a job that will not run again by itself.
+# JobState values of a job that will not run again by itself. While any process of an ended job
+# is still running (its stop checkpoint being written, say), JobState reads COMPLETING.
 ENDED = {
     "BOOT_FAIL",
     "CANCELLED",
@@ -101,7 +103,9 @@ class Cluster:
         with extra command-line ``options``; the job's id. The job starts in the cluster's
         folder unless an option says ``--chdir``, with the environment of :attr:`environment`
         (sbatch's default ``--export=ALL``)."""
-        path = Path(tempfile.mkstemp(prefix="job-", suffix=".sh", dir=self.home)[1])
+        handle, name = tempfile.mkstemp(prefix="job-", suffix=".sh", dir=self.home)
+        os.close(handle)
+        path = Path(name)
         path.write_text(script)
         out = self.command("sbatch", "--parsable", f"--chdir={self.home}", *options, str(path))
         return int(out.strip().split(";")[0])
@@ -150,6 +154,10 @@ def slurm_conf(home: Path, node: str, cpus: int) -> str:
     return "\n".join(
         [
             "ClusterName=accmt-tests",
+            # Job N's processes meet on port 10000 + N % 20000 (accmt's port under srun): the
+            # first job's is a free one of this xdist worker's block, and the next jobs' follow
+            # it, so clusters of two test sessions on one machine do not share ports.
+            f"FirstJobId={10000 + free_port()}",
             f"SlurmctldHost={node}(127.0.0.1)",
             f"SlurmctldPort={free_port()}",
             f"SlurmdPort={free_port()}",
@@ -174,6 +182,9 @@ def slurm_conf(home: Path, node: str, cpus: int) -> str:
             "JobAcctGatherType=jobacct_gather/none",
             "JobCompType=jobcomp/none",
             f"KillWait={KILL_WAIT}",
+            # A pending job whose begin time has come (a requeued one) starts within 2 s, not at
+            # the next pass of the scheduler (every 60 s by default).
+            "SchedulerParameters=sched_interval=2",
             # Ended jobs stay for `scontrol show job` for an hour (longer than any test).
             "MinJobAge=3600",
             "ReturnToService=2",

@@ -1,14 +1,19 @@
-"""A private SLURM cluster of one node, started and stopped by the tests.
+"""A private SLURM cluster of two nodes on this machine, started and stopped by the tests.
 
 The daemons are Debian's (``apt-get install -y slurmctld slurmd munge slurm-client``, which
 .ci/run runs where they are missing). Everything else is the tests' own, in one temporary
 folder: a munge key and munged's socket, the slurm.conf that ``SLURM_CONF`` names to every
-SLURM command (/etc is neither read nor written), the controller's state, slurmd's spool, the
-daemons' logs, and ports (the daemons', and the jobs' through their ids) from this xdist
+SLURM command (/etc is neither read nor written), the controller's state, the slurmds' spools,
+the daemons' logs, and ports (the daemons', and the jobs' through their ids) from this xdist
 worker's block. So a cluster here runs beside a
 system SLURM, or another test session's cluster, without touching either.
 
-munged, slurmctld and slurmd run in the foreground (``-F``, ``-D``) as children of the test
+Its nodes are slurmds of this machine, each with its own name and port (Debian's slurmd runs
+several on one host): the first is named as this machine (``hostname -s``), the others add a
+number (``vm2``). A job's first node, where its processes meet, is a name this machine
+resolves; a job of ``--nodes=2`` runs one task on each, as on two machines.
+
+munged, slurmctld and the slurmds run in the foreground (``-F``, ``-D``) as children of the test
 process, and are stopped by their PIDs: first every job of the cluster is cancelled and waited
 for, then the daemons get SIGTERM (SIGKILL if they linger), and last any process still carrying
 this cluster's ``SLURM_CONF`` in its environment (a job's process that outlived its step) is
@@ -68,18 +73,18 @@ def program(name: str) -> str:
     found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
     if found is None:
         pytest.fail(
-            f"{name} is not installed: the SLURM tests run a real SLURM cluster of one node. "
+            f"{name} is not installed: the SLURM tests run a real SLURM cluster on this machine. "
             f"Install Debian's packages as root: {INSTALL} (.ci/run does, where apt-get works)"
         )
     return found
 
 
 class Cluster:
-    """A running cluster: its folder, the one node's name, and the environment (with
+    """A running cluster: its folder, its nodes' names, and the environment (with
     ``SLURM_CONF``) that SLURM's commands and the jobs they submit get."""
 
-    def __init__(self, home: Path, node: str, environment: dict[str, str]) -> None:
-        self.home, self.node, self.environment = home, node, environment
+    def __init__(self, home: Path, nodes: list[str], environment: dict[str, str]) -> None:
+        self.home, self.nodes, self.environment = home, nodes, environment
 
     def command(self, *argv: str, timeout: float = 60) -> str:
         """Run one of SLURM's commands (``sbatch``, ``scontrol``...) against this cluster; its
@@ -144,13 +149,17 @@ class Cluster:
 
     def logs(self) -> str:
         """The end of each daemon's log, for a failure's message."""
-        parts = []
-        for log in sorted(self.home.glob("*.log")):
-            parts.append(f"\n--- {log.name}\n{log.read_text(errors='replace')[-3000:]}")
-        return "".join(parts)
+        return daemon_logs(self.home)
 
 
-def slurm_conf(home: Path, node: str, cpus: int) -> str:
+def daemon_logs(home: Path) -> str:
+    return "".join(
+        f"\n--- {log.name}\n{log.read_text(errors='replace')[-3000:]}"
+        for log in sorted(home.glob("*.log"))
+    )
+
+
+def slurm_conf(home: Path, nodes: list[str], cpus: int) -> str:
     return "\n".join(
         [
             "ClusterName=accmt-tests",
@@ -158,7 +167,7 @@ def slurm_conf(home: Path, node: str, cpus: int) -> str:
             # first job's is a free one of this xdist worker's block, and the next jobs' follow
             # it, so clusters of two test sessions on one machine do not share ports.
             f"FirstJobId={10000 + free_port()}",
-            f"SlurmctldHost={node}(127.0.0.1)",
+            f"SlurmctldHost={nodes[0]}(127.0.0.1)",
             f"SlurmctldPort={free_port()}",
             f"SlurmdPort={free_port()}",
             "AuthType=auth/munge",
@@ -167,9 +176,9 @@ def slurm_conf(home: Path, node: str, cpus: int) -> str:
             "SlurmUser=root",
             "SlurmdUser=root",
             f"StateSaveLocation={home / 'state'}",
-            f"SlurmdSpoolDir={home / 'spool'}",
+            f"SlurmdSpoolDir={home / 'spool'}/%n",  # %n: the node's name
             f"SlurmctldPidFile={home / 'slurmctld.pid'}",
-            f"SlurmdPidFile={home / 'slurmd.pid'}",
+            f"SlurmdPidFile={home / 'slurmd-%n.pid'}",
             f"PlugStackConfig={home / 'plugstack.conf'}",
             # Without systemd or cgroups: processes are tracked by their parents, not bound.
             "ProctrackType=proctrack/linuxproc",
@@ -188,10 +197,13 @@ def slurm_conf(home: Path, node: str, cpus: int) -> str:
             # Ended jobs stay for `scontrol show job` for an hour (longer than any test).
             "MinJobAge=3600",
             "ReturnToService=2",
-            # The node is what this file says, whatever slurmd finds on the machine.
+            # A node is what this file says, whatever its slurmd finds on the machine.
             "SlurmdParameters=config_overrides",
-            f"NodeName={node} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN",
-            f"PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP",
+            *(
+                f"NodeName={node} NodeAddr=127.0.0.1 Port={free_port()} CPUs={cpus} State=UNKNOWN"
+                for node in nodes
+            ),
+            f"PartitionName=debug Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP",
             "",
         ]
     )
@@ -204,12 +216,15 @@ class Daemons:
         self.home, self.environment = home, environment
         self.started: list[tuple[str, subprocess.Popen[bytes]]] = []
 
-    def start(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
-        with (self.home / f"{name}.log").open("wb") as log:
+    def start(self, program_name: str, *argv: str, log: str = "") -> subprocess.Popen[bytes]:
+        """Start ``program_name`` with ``argv``, its output in <log>.log (by default, named
+        after the program)."""
+        name = log or program_name
+        with (self.home / f"{name}.log").open("wb") as output:
             process = subprocess.Popen(
-                [program(name), *argv],
+                [program(program_name), *argv],
                 stdin=subprocess.DEVNULL,
-                stdout=log,
+                stdout=output,
                 stderr=subprocess.STDOUT,
                 env=self.environment,
                 start_new_session=True,  # a ^C to the tests reaches them through stop()
@@ -239,23 +254,21 @@ def poll(what: str, ready: Callable[[], bool], daemons: Daemons, timeout: float)
     while not ready():
         daemons.check()
         if time.monotonic() > deadline:
-            logs = "".join(
-                f"\n--- {log.name}\n{log.read_text(errors='replace')[-3000:]}"
-                for log in sorted(daemons.home.glob("*.log"))
-            )
-            raise SlurmError(f"{what} not ready after {timeout:.0f} s{logs}")
+            raise SlurmError(f"{what} not ready after {timeout:.0f} s{daemon_logs(daemons.home)}")
         time.sleep(0.1)
 
 
-def node_state(cluster: Cluster) -> str:
+def idle(cluster: Cluster) -> bool:
+    """Whether every node of the cluster is up and idle."""
     done = subprocess.run(
-        [program("sinfo"), "--noheader", "--nodes", cluster.node, "--format=%T"],
+        [program("sinfo"), "--noheader", "--Node", "--format=%N %T"],
         capture_output=True,
         text=True,
         timeout=30,
         env=cluster.environment,
     )
-    return done.stdout.strip()
+    states = dict(line.split() for line in done.stdout.splitlines() if line.strip())
+    return states == dict.fromkeys(cluster.nodes, "idle")
 
 
 def cancel_everything(cluster: Cluster, timeout: float = KILL_WAIT + 30) -> None:
@@ -289,9 +302,9 @@ def kill_strays(conf: Path) -> None:
 
 
 @contextmanager
-def slurm_cluster(cpus: int | None = None) -> Iterator[Cluster]:
-    """Start a cluster of one node with ``cpus`` CPUs (default: this machine's, at least 2)
-    and partition ``debug``; stop it, and everything it ran, at the end."""
+def slurm_cluster(nodes: int = 2, cpus: int | None = None) -> Iterator[Cluster]:
+    """Start a cluster of ``nodes`` nodes of ``cpus`` CPUs each (default: this machine's, at
+    least 2) in one partition, ``debug``; stop it, and everything it ran, at the end."""
     for name in ("munged", "slurmctld", "slurmd", "sbatch"):
         program(name)  # a missing package fails here, saying how to install it
     if os.geteuid() != 0:
@@ -299,21 +312,22 @@ def slurm_cluster(cpus: int | None = None) -> Iterator[Cluster]:
             "the SLURM tests start slurmctld and slurmd, which run jobs as their users and so "
             "must run as root: run these tests as root (CI does)"
         )
-    node = socket.gethostname().split(".")[0]
+    host = socket.gethostname().split(".")[0]
+    names = [host, *(f"{host}{number}" for number in range(2, nodes + 1))]
     with ExitStack() as cleanup:
         home = Path(tempfile.mkdtemp(prefix="accmt-slurm-"))
         cleanup.callback(shutil.rmtree, home, ignore_errors=True)
         home.chmod(0o755)  # munged wants its socket's folder open to every user
-        for folder in ("state", "spool"):
-            (home / folder).mkdir()
+        for folder in ("state", *(f"spool/{name}" for name in names)):
+            (home / folder).mkdir(parents=True)
         (home / "plugstack.conf").write_text("")
         key = home / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
         conf = home / "slurm.conf"
-        conf.write_text(slurm_conf(home, node, cpus or max(os.cpu_count() or 1, 2)))
+        conf.write_text(slurm_conf(home, names, cpus or max(os.cpu_count() or 1, 2)))
         environment = {**os.environ, "SLURM_CONF": str(conf)}
-        cluster = Cluster(home, node, environment)
+        cluster = Cluster(home, names, environment)
         cleanup.callback(kill_strays, conf)
         daemons = Daemons(home, environment)
         cleanup.callback(daemons.stop)
@@ -327,7 +341,8 @@ def slurm_cluster(cpus: int | None = None) -> Iterator[Cluster]:
         )
         poll("munged", (home / "munge.socket").exists, daemons, timeout=30)
         daemons.start("slurmctld", "-D")
-        daemons.start("slurmd", "-D", "-N", node)
-        poll("the node", lambda: node_state(cluster) == "idle", daemons, timeout=60)
+        for name in names:
+            daemons.start("slurmd", "-D", "-N", name, log=f"slurmd-{name}")
+        poll("the nodes", lambda: idle(cluster), daemons, timeout=60)
         cleanup.callback(cancel_everything, cluster)
         yield cluster

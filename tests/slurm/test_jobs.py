@@ -10,6 +10,7 @@ them every 30 s), so the uninterrupted one costs no time of its own."""
 from __future__ import annotations
 
 import shlex
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,9 +47,10 @@ def log(out: Path, job_id: int) -> Path:
     return out / f"job-{job_id}.log"
 
 
-def records(out: Path, job_id: int) -> list[dict[str, Any]]:
-    """What each process of the job wrote when its fit returned."""
-    return [torch.load(out / f"{job_id}_rank{rank}.pt") for rank in range(2)]
+def records(out: Path, job_id: int, restarts: int = 0) -> list[dict[str, Any]]:
+    """What each process of the job's start (after ``restarts`` requeues) wrote when its fit
+    returned."""
+    return [torch.load(out / f"{job_id}.{restarts}_rank{rank}.pt") for rank in range(2)]
 
 
 @dataclass
@@ -124,3 +126,24 @@ def test_srun_runs_two_tasks_numbered_apart_from_the_batch_shell(
     assert (tmp_path / "batch.txt").read_text() == "0/2/none/0\n"
     assert (tmp_path / "task0.txt").read_text() == "0/2/0/0\n"
     assert (tmp_path / "task1.txt").read_text() == "1/2/0/1\n"
+
+
+def test_a_job_of_two_nodes_runs_a_task_on_each_and_meets_on_this_machine(
+    slurm: Cluster, tmp_path: Path
+) -> None:
+    """The cluster's two nodes are two slurmds of this machine: ``--nodes=2`` runs one task on
+    each, SLURM numbers the nodes 0 and 1, and the first of the step's nodes (where the
+    processes of a job of several machines meet) is a name that resolves to this machine."""
+    show = "echo $SLURMD_NODENAME $SLURM_NODEID $SLURM_PROCID $SLURM_STEP_NODELIST"
+    script = f"#!/bin/sh\nsrun sh -c '{show} > node$SLURM_NODEID.txt'\n"
+    options = ["--nodes=2", "--ntasks-per-node=1", f"--chdir={tmp_path}", "--output=job.log"]
+    job = slurm.wait(slurm.submit(script, *options), log=tmp_path / "job.log")
+    assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0")
+    first, second = slurm.nodes
+    nodes = slurm.command("scontrol", "show", "hostnames", f"{first},{second}").split()
+    assert nodes == [first, second]
+    for number, node in enumerate(nodes):
+        name, node_id, rank, step_nodes = (tmp_path / f"node{number}.txt").read_text().split()
+        assert (name, node_id, rank) == (node, str(number), str(number))
+        assert slurm.command("scontrol", "show", "hostnames", step_nodes).split() == nodes
+    assert socket.gethostbyname(first)  # raises where the name does not resolve

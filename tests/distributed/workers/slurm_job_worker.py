@@ -5,11 +5,12 @@
 Trains the toy classifier for 2 epochs over 640 points in batches of 8 (40 optimizer steps an
 epoch on 2 processes, 80 on one) into OUT/run, checkpointing every epoch, and
 resumes from OUT/run's newest checkpoint when there is one. ``--step-seconds S`` sleeps S
-seconds after every step, so that a job's time limit or signal finds it training; the sleep
-draws nothing, so the weights are those of a run without it. Rank 0 prints ``step N`` every
+seconds after every step, so that a job's time limit or signal finds it training, in a job's
+first start only (a requeued job, ``SLURM_RESTART_COUNT`` 1 or more, goes at full speed); the
+sleep draws nothing, so the weights are those of a run without it. Rank 0 prints ``step N`` every
 20 steps (the job's log shows how far it got). When ``fit`` returns, each process writes
-OUT/<SLURM_JOB_ID>_rank<R>.pt: the step it started from and ended at, whether the run finished,
-the job's SLURM_RESTART_COUNT, and its final weights.
+OUT/<SLURM_JOB_ID>.<SLURM_RESTART_COUNT or 0>_rank<R>.pt: the step it started from and ended at,
+whether the run finished, the number of processes, and its final weights.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class Pace(Callback):
 
 
 def main(out: Path, step_seconds: float) -> None:
-    pace = Pace(step_seconds)
+    restarts = int(os.environ.get("SLURM_RESTART_COUNT") or 0)
+    pace = Pace(0.0 if restarts else step_seconds)
     trainer = Trainer(
         HyperParameters(epochs=2, batch_size=8, optimizer="AdamW", optimizer_kwargs={"lr": 0.01}),
         out / "run",
@@ -66,12 +68,11 @@ def main(out: Path, step_seconds: float) -> None:
         "started_at": pace.started_at,
         "global_step": state.global_step,
         "finished": state.finished,
-        "restart_count": os.environ.get("SLURM_RESTART_COUNT"),
         "world": trainer.accelerator.num_processes,
         "weights": weights,
     }
-    job = os.environ.get("SLURM_JOB_ID", "nojob")
-    torch.save(record, out / f"{job}_rank{trainer.accelerator.process_index}.pt")
+    start = f"{os.environ.get('SLURM_JOB_ID', 'nojob')}.{restarts}"
+    torch.save(record, out / f"{start}_rank{trainer.accelerator.process_index}.pt")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from ..distributed._launch import free_port
+from ..distributed._launch import free_port, port_block
 
 INSTALL = "apt-get install -y slurmctld slurmd munge slurm-client"
 # What the job gets: SIGTERM at its time limit or cancel, then SIGKILL this many seconds
@@ -124,7 +124,7 @@ class Cluster:
         self,
         job_id: int,
         until: Callable[[dict[str, str]], bool] = lambda job: job["JobState"] in ENDED,
-        timeout: float = 120,
+        timeout: float = 240,
         log: Path | None = None,
     ) -> dict[str, str]:
         """Poll the job until ``until`` holds of its fields (by default: it has ended); its
@@ -159,14 +159,24 @@ def daemon_logs(home: Path) -> str:
     )
 
 
+def first_job_id() -> int:
+    """A job id whose port under srun (10000 + id % 20000, 10000-29999) is the first of the
+    upper half of this xdist worker's block of ports."""
+    block = port_block()
+    port = block[len(block) // 2]
+    if port >= 30000:  # a worker past the 20th: its block is out of reach; any ports then
+        return 1
+    return 20000 + port - 10000
+
+
 def slurm_conf(home: Path, nodes: list[str], cpus: int) -> str:
     return "\n".join(
         [
             "ClusterName=accmt-tests",
             # Job N's processes meet on port 10000 + N % 20000 (accmt's port under srun): the
-            # first job's is a free one of this xdist worker's block, and the next jobs' follow
-            # it, so clusters of two test sessions on one machine do not share ports.
-            f"FirstJobId={10000 + free_port()}",
+            # jobs' ports are the upper half of this xdist worker's block, where free_port (the
+            # daemons', other tests') never goes.
+            f"FirstJobId={first_job_id()}",
             f"SlurmctldHost={nodes[0]}(127.0.0.1)",
             f"SlurmctldPort={free_port()}",
             f"SlurmdPort={free_port()}",
@@ -304,7 +314,9 @@ def kill_strays(conf: Path) -> None:
 @contextmanager
 def slurm_cluster(nodes: int = 2, cpus: int | None = None) -> Iterator[Cluster]:
     """Start a cluster of ``nodes`` nodes of ``cpus`` CPUs each (default: this machine's, at
-    least 2) in one partition, ``debug``; stop it, and everything it ran, at the end."""
+    least 4) in one partition, ``debug``; stop it, and everything it ran, at the end. The CPUs
+    are what SLURM counts, not cores a job is bound to (task/none): every node's jobs share
+    this machine's cores, so that the tests' small jobs can all run at once."""
     for name in ("munged", "slurmctld", "slurmd", "sbatch"):
         program(name)  # a missing package fails here, saying how to install it
     if os.geteuid() != 0:
@@ -325,7 +337,7 @@ def slurm_cluster(nodes: int = 2, cpus: int | None = None) -> Iterator[Cluster]:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
         conf = home / "slurm.conf"
-        conf.write_text(slurm_conf(home, names, cpus or max(os.cpu_count() or 1, 2)))
+        conf.write_text(slurm_conf(home, names, cpus or max(os.cpu_count() or 1, 4)))
         environment = {**os.environ, "SLURM_CONF": str(conf)}
         cluster = Cluster(home, names, environment)
         cleanup.callback(kill_strays, conf)

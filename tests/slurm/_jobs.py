@@ -74,3 +74,15 @@ def assert_same_weights(run: list[dict[str, Any]], reference: list[dict[str, Any
     for rank, (mine, theirs) in enumerate(zip(run, reference, strict=True)):
         for name, weight in theirs["weights"].items():
             assert torch.equal(mine["weights"][name], weight), (rank, name)
+
+
+def assert_trained_from_scratch(slurm: Cluster, run: Run) -> None:
+    """The job completed, as one run of 2 processes from its start to its end."""
+    job = slurm.wait(run.job_id, log=run.log)
+    output = run.log.read_text()
+    assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0"), output
+    assert output.count("starting afresh") == 1, output  # one run, not one per task
+    for record in run.records():
+        assert record["world"] == 2
+        assert (record["started_at"], record["global_step"]) == (0, STEPS)
+        assert record["finished"]

@@ -5,9 +5,7 @@ to the uninterrupted run's weights, bit for bit. And the cluster runs a step of 
 --ntasks=2`` as two tasks numbered 0 and 1, which the batch shell is not, and a job of two
 nodes as a task on each.
 
-The uninterrupted run and the one with a time limit start together (a time limit takes 60 to
-90 s to strike: SLURM checks them every 30 s), so the uninterrupted one costs no time of its
-own."""
+The training jobs start together with the session (conftest.py)."""
 
 from __future__ import annotations
 
@@ -17,29 +15,15 @@ from pathlib import Path
 import pytest
 
 from ._cluster import Cluster
-from ._jobs import STEPS, Run, assert_same_weights, submit
+from ._jobs import STEPS, Run, assert_same_weights, assert_trained_from_scratch, submit
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slurm]
 
 
-@pytest.fixture(scope="module")
-def limited(slurm: Cluster, uninterrupted: Run, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """The same run slowed to 1.5 s a step (2 minutes in all) under a time limit of 1 minute,
-    submitted right after the uninterrupted one."""
-    return submit(slurm, tmp_path_factory.mktemp("limited"), "--time=1", step_seconds=1.5)
-
-
 def test_a_batch_job_of_accmt_launch_on_two_processes_completes(
-    slurm: Cluster, uninterrupted: Run, limited: Run
+    slurm: Cluster, uninterrupted: Run
 ) -> None:
-    job = slurm.wait(uninterrupted.job_id, log=uninterrupted.log)
-    output = uninterrupted.log.read_text()
-    assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0"), output
-    assert "starting afresh" in output
-    for record in uninterrupted.records():
-        assert record["world"] == 2
-        assert (record["started_at"], record["global_step"]) == (0, STEPS)
-        assert record["finished"]
+    assert_trained_from_scratch(slurm, uninterrupted)
 
 
 def test_a_job_past_its_time_limit_checkpoints_and_the_next_job_resumes_bit_for_bit(

@@ -314,7 +314,7 @@ def kill_strays(conf: Path) -> None:
 @contextmanager
 def slurm_cluster(nodes: int = 2, cpus: int | None = None) -> Iterator[Cluster]:
     """Start a cluster of ``nodes`` nodes of ``cpus`` CPUs each (default: this machine's, at
-    least 4) in one partition, ``debug``; stop it, and everything it ran, at the end. The CPUs
+    least 8) in one partition, ``debug``; stop it, and everything it ran, at the end. The CPUs
     are what SLURM counts, not cores a job is bound to (task/none): every node's jobs share
     this machine's cores, so that the tests' small jobs can all run at once."""
     for name in ("munged", "slurmctld", "slurmd", "sbatch"):
@@ -337,7 +337,7 @@ def slurm_cluster(nodes: int = 2, cpus: int | None = None) -> Iterator[Cluster]:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
         conf = home / "slurm.conf"
-        conf.write_text(slurm_conf(home, names, cpus or max(os.cpu_count() or 1, 4)))
+        conf.write_text(slurm_conf(home, names, cpus or max(os.cpu_count() or 1, 8)))
         environment = {**os.environ, "SLURM_CONF": str(conf)}
         cluster = Cluster(home, names, environment)
         cleanup.callback(kill_strays, conf)

@@ -59,6 +59,22 @@ def submit(
     return Run(out, slurm.submit(script, f"--output={out / 'job-%j.log'}", *options))
 
 
+def submit_forwarding(slurm: Cluster, out: Path, *options: str, step_seconds: float) -> Run:
+    """A batch job that runs ``accmt launch --cpu -N 2`` of the worker in the background and
+    passes the SIGUSR1 that SLURM sends the batch shell alone (``--signal=B:USR1@N``) on to it,
+    as the Trainer's guide shows."""
+    launch = [*SRUN_ACCMT_LAUNCH[1:], str(WORKER), str(out), "--step-seconds", str(step_seconds)]
+    script = (
+        "#!/bin/bash\n"
+        f"{shlex.join(launch)} &\n"
+        "launcher=$!\n"
+        "trap 'kill -USR1 $launcher' USR1\n"
+        "wait $launcher\n"
+        "wait $launcher\n"
+    )
+    return Run(out, slurm.submit(script, f"--output={out / 'job-%j.log'}", *options))
+
+
 def log(out: Path, job_id: int) -> Path:
     return out / f"job-{job_id}.log"
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from ._cluster import Cluster, slurm_cluster
-from ._jobs import ACCMT, Run, submit
+from ._jobs import ACCMT, Run, submit, submit_forwarding
 
 
 @pytest.fixture(scope="session")
@@ -53,6 +53,35 @@ def two_nodes(slurm: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Run:
     return submit(slurm, out, "--nodes=2", "--ntasks-per-node=1", launch=launch)
 
 
+# A job SLURM may requeue, its output file kept across its starts.
+REQUEUE = ("--requeue", "--open-mode=append")
+
+
+@pytest.fixture(scope="session")
+def warned(slurm: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The same run at 3 s a step (4 minutes in all, in its first start), requeueable: a test
+    sends it SLURM's warning signal once it is training."""
+    return submit(slurm, tmp_path_factory.mktemp("warned"), *REQUEUE, step_seconds=3)
+
+
+@pytest.fixture(scope="session")
+def warned_batch(slurm: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The same run at 2.5 s a step under a 3-minute limit, with ``--signal=B:USR1@60``: SLURM
+    signals the batch shell alone, 60 to 120 s after the start (it may send it up to 60 s
+    early: 55 s early for @45 under 2 minutes in a run here, before this run's fit had
+    started), and the shell passes it on to the launcher."""
+    out = tmp_path_factory.mktemp("warned_batch")
+    options = ("--time=3", "--signal=B:USR1@60", *REQUEUE)
+    return submit_forwarding(slurm, out, *options, step_seconds=2.5)
+
+
 @pytest.fixture(scope="session", autouse=True)
-def submitted_together(uninterrupted: Run, limited: Run, srun_python: Run, two_nodes: Run) -> None:
+def submitted_together(
+    uninterrupted: Run,
+    limited: Run,
+    srun_python: Run,
+    two_nodes: Run,
+    warned: Run,
+    warned_batch: Run,
+) -> None:
     """Every training job, submitted when the first test starts."""

@@ -3,11 +3,13 @@
 - A file's tests go to one worker together (``--dist loadfile``), so its module-scoped fixtures
   (a site built once, a reference run launched once) are made once; so do all of
   tests/packaging, which shares session fixtures (the wheels, an environment with torch) across
-  its files. This is done by a scheduler of our own (``pytest_xdist_make_scheduler``) rather
+  its files, and all of tests/slurm, which shares one SLURM cluster (no two workers start
+  daemons). This is done by a scheduler of our own (``pytest_xdist_make_scheduler``) rather
   than ``--dist loadgroup`` marks: xdist 3.8 marks a group by renaming the test's node id, and
   pytest 9 ignores that rename, so loadgroup falls back to sending each test anywhere.
 - The long files start first: the packaging tests (one chain of wheel builds and fresh
-  environments), then the files whose tests launch processes, longest first, and then the many
+  environments), the SLURM tests (jobs that wait out a time limit), then the files whose tests
+  launch processes, longest first, and then the many
   short in-process tests, which fill in whatever time the workers have left.
 - Each worker computes on one thread (OMP_NUM_THREADS=1, unless set already).
 
@@ -27,13 +29,15 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     # the cores with OpenMP threads. The tests' models are too small to gain from more.
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-# Folders whose files share session-scoped fixtures: all their tests go to one worker.
-ONE_WORKER = ["tests/packaging/"]
+# Folders whose files share session-scoped fixtures (wheels and environments; a SLURM cluster):
+# all their tests go to one worker.
+ONE_WORKER = ["tests/packaging/", "tests/slurm/"]
 
 # Files whose tests launch processes (or build wheels and environments), the longest first;
 # their order here is only the order they start in.
 LONG_FIRST = [
     "tests/packaging/",
+    "tests/slurm/",
     "tests/distributed/test_resume.py",
     "tests/distributed/test_elastic.py",
     "tests/distributed/test_one_x_programs.py",

@@ -28,18 +28,25 @@ def _worker_number() -> int:
     return int(name[2:]) if name[2:].isdigit() else 0
 
 
-def free_port() -> int:
-    """A loopback port that nothing listens on, from this xdist worker's own block."""
+def port_block() -> range:
+    """This xdist worker's block of ports."""
     first = _FIRST_PORT + _worker_number() * _PORTS_PER_WORKER
-    for _ in range(_PORTS_PER_WORKER):
-        port = first + next(_next_port) % _PORTS_PER_WORKER
+    return range(first, first + _PORTS_PER_WORKER)
+
+
+def free_port() -> int:
+    """A loopback port that nothing listens on, from this xdist worker's own block (its lower
+    half: a SLURM test cluster's jobs take the upper one)."""
+    first, count = port_block().start, _PORTS_PER_WORKER // 2
+    for _ in range(count):
+        port = first + next(_next_port) % count
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    raise RuntimeError(f"no free port in {first}-{first + _PORTS_PER_WORKER - 1}")
+    raise RuntimeError(f"no free port in {first}-{first + count - 1}")
 
 
 def _env() -> dict[str, str]:

@@ -1,12 +1,12 @@
 """A private SLURM cluster of two nodes on this machine, started and stopped by the tests.
 
 The daemons are Debian's (``apt-get install -y slurmctld slurmd munge slurm-client``, which
-.ci/run runs where they are missing). Everything else is the tests' own, in one temporary
-folder: a munge key and munged's socket, the slurm.conf that ``SLURM_CONF`` names to every
-SLURM command (/etc is neither read nor written), the controller's state, the slurmds' spools,
-the daemons' logs, and ports (the daemons', and the jobs' through their ids) from this xdist
-worker's block. So a cluster here runs beside a
-system SLURM, or another test session's cluster, without touching either.
+.ci/install-slurm runs where they are missing: .ci/run ahead of the tests, or the tests).
+Everything else is the tests' own, in one temporary folder: a munge key and munged's socket,
+the slurm.conf that ``SLURM_CONF`` names to every SLURM command (/etc is neither read nor
+written), the controller's state, the slurmds' spools, the daemons' logs, and ports (the
+daemons', and the jobs' through their ids) from this xdist worker's block. So a cluster here
+runs beside a system SLURM, or another test session's cluster, without touching either.
 
 Its nodes are slurmds of this machine, each with its own name and port (Debian's slurmd runs
 several on one host): the first is named as this machine (``hostname -s``), the others add a
@@ -42,6 +42,7 @@ import pytest
 from ..distributed._launch import free_port, port_block
 
 INSTALL = "apt-get install -y slurmctld slurmd munge slurm-client"
+INSTALLER = Path(__file__).resolve().parents[2] / ".ci" / "install-slurm"
 # What the job gets: SIGTERM at its time limit or cancel, then SIGKILL this many seconds
 # later (SLURM's default is 30). Long enough for a stop checkpoint of a small model.
 KILL_WAIT = 10
@@ -69,14 +70,27 @@ class SlurmError(AssertionError):
 
 def program(name: str) -> str:
     """The path of one of SLURM's or munge's programs (the daemons are in /usr/sbin, which a
-    user's PATH may lack); a test fails where it is missing, saying how to install it."""
-    found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
+    user's PATH may lack). Where it is missing, .ci/install-slurm installs Debian's packages (as
+    .ci/run does, so that the README's test command works on a fresh machine); a test fails
+    where that cannot be done, saying why and how to install them."""
+    found = _which(name)
     if found is None:
-        pytest.fail(
-            f"{name} is not installed: the SLURM tests run a real SLURM cluster on this machine. "
-            f"Install Debian's packages as root: {INSTALL} (.ci/run does, where apt-get works)"
+        installing = subprocess.run(
+            ["sh", str(INSTALLER)], capture_output=True, text=True, timeout=600, check=False
         )
+        found = _which(name)
+        if found is None:
+            pytest.fail(
+                f"{name} is not installed: the SLURM tests run a real SLURM cluster on this "
+                f"machine, and {INSTALLER.name} could not install it:\n"
+                f"{installing.stdout[-3000:]}{installing.stderr[-3000:]}\n"
+                f"Install Debian's packages as root: {INSTALL}"
+            )
     return found
+
+
+def _which(name: str) -> str | None:
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
 
 
 class Cluster:

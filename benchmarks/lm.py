@@ -1,7 +1,7 @@
 """ms per step of a small GPT-2 under plain PyTorch, plain Accelerate, accmt, HF Trainer and
 Lightning: the same model, data, order, batch and optimizer in each.
 
-    ./hatchw run python benchmarks/lm.py              # about 7 minutes on 2 idle cores
+    ./hatchw run python benchmarks/lm.py              # 57 minutes on 2 cores at load 3-11
     ./hatchw run python benchmarks/lm.py --quick      # a smoke run: its figures mean nothing
     ./hatchw run python benchmarks/lm.py --device cuda --threads 8   # on a GPU (see below)
     ./hatchw run python benchmarks/lm.py --wide-configs base tokens accum compile --rounds 9
@@ -76,7 +76,9 @@ Floors: accmt steps through Accelerate (its ``accumulate``, ``backward`` and wra
 and loader), so plain Accelerate's own ratio is the floor under accmt's. The verdicts print
 accmt against plain Accelerate too, and say so where plain Accelerate is itself above 1.02x.
 
-Not in run_all.py: it takes about 7 minutes; run it alone.
+Not in run_all.py: it takes long; run it alone. Its one full run with 3 processes of 2 rounds
+(2026-12-07, the 2 cores shared, load average 3-11) took 57 minutes: 17-20 a configuration at
+load 7-11, 4-7 at load 3-5 (it was about 7 minutes in all with one process of 5 rounds, idle).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """ms per step of a small GPT-2 under plain PyTorch, plain Accelerate, accmt, HF Trainer and
 Lightning: the same model, data, order, batch and optimizer in each.
 
-    ./hatchw run python benchmarks/lm.py              # about 7 minutes on 2 idle cores
+    ./hatchw run python benchmarks/lm.py              # 57 minutes on 2 cores at load 3-11
     ./hatchw run python benchmarks/lm.py --quick      # a smoke run: its figures mean nothing
     ./hatchw run python benchmarks/lm.py --device cuda --threads 8   # on a GPU (see below)
     ./hatchw run python benchmarks/lm.py --wide-configs base tokens accum compile --rounds 9
@@ -39,15 +39,24 @@ How it is measured: for each configuration, every framework runs in a process of
 (started together, imports untimed), which trains ``--rounds`` times on command: a fresh model,
 optimizer and framework objects each round, one epoch of ``--warmup`` + ``--steps`` optimizer
 steps. The rounds are interleaved across frameworks (round 1 of each, then round 2 of each,
-the order rotating), so that the machine's noise hits all alike. Each framework notes the time
-after each optimizer step (the plain loops in the loop; accmt, HF Trainer and Lightning through
-a callback after the step's ``zero_grad``); a round's figure is its median step after the
-warm-up steps (compile happens in those), and the table shows the median over rounds. Tokens
-per second are the non-padding tokens of a step (the mean over the timed steps, the same for
-all) over that time. Peak RSS is the process's ``ru_maxrss`` after its rounds: the
-interpreter, its framework's imports and training. On CUDA each step synchronises the device
-before its time is noted (so a step is its GPU work, and CPU/GPU overlap across steps is not
-credited); ``--device cuda`` is written for a GPU but was not run on one yet.
+the order rotating), so that the machine's noise hits all alike. This is done ``--processes``
+times, each time in fresh processes (the rotation going on across them). Each framework notes
+the time after each optimizer step (the plain loops in the loop; accmt, HF Trainer and
+Lightning through a callback after the step's ``zero_grad``); a round's figure is its median
+step after the warm-up steps (compile happens in those), and the table shows the median over
+the rounds of all its processes. Tokens per second are the non-padding tokens of a step (the
+mean over the timed steps, the same for all) over that time. Peak RSS is a process's
+``ru_maxrss`` after its rounds (the interpreter, its framework's imports and training), and the
+table shows the median over the framework's processes, the verdicts each process's. One
+process's figure is one draw: the live tensors' peak is the same in every framework (142 MiB at
+128 wide, the profiler's count), but the heap the step's large blocks (logits of up to 32 MiB)
+are freed into and taken from again grows to 2-3 times what is live, by as much as the layout
+allows, and the layout changes with the addresses the kernel randomises at each start (ASLR):
+plain PyTorch's peak was 694-822 MiB over six starts of the same code, and 748 MiB in each of
+three starts with the randomisation off (``setarch -R``). Hence the median over fresh
+processes. On CUDA each step synchronises the device before its time is noted (so a step is its
+GPU work, and CPU/GPU overlap across steps is not credited); ``--device cuda`` is written for a
+GPU but was not run on one yet.
 
 Goal: accmt at most 1.02x plain PyTorch in every configuration, and no slower than HF Trainer
 or Lightning. Below each configuration the script prints the spread of plain PyTorch's own
@@ -67,7 +76,9 @@ Floors: accmt steps through Accelerate (its ``accumulate``, ``backward`` and wra
 and loader), so plain Accelerate's own ratio is the floor under accmt's. The verdicts print
 accmt against plain Accelerate too, and say so where plain Accelerate is itself above 1.02x.
 
-Not in run_all.py: it takes about 7 minutes; run it alone.
+Not in run_all.py: it takes long; run it alone. Its one full run with 3 processes of 2 rounds
+(2026-12-07, the 2 cores shared, load average 3-11) took 57 minutes: 17-20 a configuration at
+load 7-11, 4-7 at load 3-5 (it was about 7 minutes in all with one process of 5 rounds, idle).
 """
 
 from __future__ import annotations
@@ -76,6 +87,7 @@ import argparse
 import contextlib
 import itertools
 import json
+import math
 import os
 import random
 import resource
@@ -583,27 +595,39 @@ class Child:
 @dataclass
 class Result:
     steps_s: list[float]
+    """Each round's median step, over all the framework's processes."""
     loss: float
-    peak_rss_mib: float
+    peaks_mib: list[float]
+    """Each process's peak RSS."""
+
+    @property
+    def peak_rss_mib(self) -> float:
+        return statistics.median(self.peaks_mib)
 
 
-def measure(jobs: list[Job], rounds: int, environment: dict[str, str]) -> dict[str, Result]:
-    """Each job in its own process; the rounds interleaved, their order rotating."""
-    children = [Child(job, environment) for job in jobs]
-    for each in children:
-        if each.answer() != "ready":
-            raise RuntimeError(f"{each.job.framework} did not start")
-    steps: dict[str, list[float]] = {job.framework: [] for job in jobs}
-    losses: dict[str, float] = {}
-    for turn in range(rounds):
-        for each in children[turn % len(children) :] + children[: turn % len(children)]:
-            answer = each.ask("round")
-            steps[each.job.framework].append(answer["step_s"])
-            losses.setdefault(each.job.framework, answer["loss"])
-    return {
-        each.job.framework: Result(steps[each.job.framework], losses[each.job.framework], peak)
-        for each, peak in ((each, each.close()) for each in children)
-    }
+def measure(
+    jobs: list[Job], rounds: int, processes: int, environment: dict[str, str]
+) -> dict[str, Result]:
+    """Each job in a process of its own, ``processes`` times over; the rounds interleaved,
+    their order rotating across the processes too."""
+    results = {job.framework: Result([], math.nan, []) for job in jobs}
+    turn = 0
+    for _ in range(processes):
+        children = [Child(job, environment) for job in jobs]
+        for each in children:
+            if each.answer() != "ready":
+                raise RuntimeError(f"{each.job.framework} did not start")
+        for _ in range(rounds):
+            for each in children[turn % len(children) :] + children[: turn % len(children)]:
+                answer = each.ask("round")
+                result = results[each.job.framework]
+                result.steps_s.append(answer["step_s"])
+                if math.isnan(result.loss):
+                    result.loss = answer["loss"]
+            turn += 1
+        for each in children:
+            results[each.job.framework].peaks_mib.append(each.close())
+    return results
 
 
 def bf16_support(device: str) -> str | None:
@@ -641,6 +665,22 @@ def table(results: dict[str, dict[str, Result]], jobs: dict[str, Job]) -> Iterat
             )
 
 
+def memory_verdicts(results: dict[str, dict[str, Result]]) -> Iterator[str]:
+    """accmt's peak RSS against plain Accelerate's, the floor it steps through (goal: within
+    5%), with each process's figure beside the medians."""
+    for key, by_framework in results.items():
+        mine, floor = by_framework["accmt"], by_framework["plain Accelerate"]
+        ratio = mine.peak_rss_mib / floor.peak_rss_mib
+        each = ", ".join(
+            f"{name} {' '.join(f'{peak:.0f}' for peak in by_framework[name].peaks_mib)}"
+            for name in ("accmt", "plain Accelerate")
+        )
+        yield (
+            f"- {key}: peak RSS accmt {ratio:.3f}x plain Accelerate (goal <= 1.05): "
+            f"{'met' if ratio <= 1.05 else 'missed'}; each process's (MiB): {each}"
+        )
+
+
 def verdicts(results: dict[str, dict[str, Result]]) -> Iterator[str]:
     """The goal, configuration by configuration, with plain PyTorch's own noise beside it."""
     for key, by_framework in results.items():
@@ -674,7 +714,16 @@ def arguments() -> argparse.Namespace:
     )
     parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
     parser.add_argument("--vocab", type=int, default=8192)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--rounds", type=int, help="rounds of each process (default 2; 5 with --corpus stdlib)"
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=3,
+        help="fresh processes of each framework, one after the other, in each configuration; "
+        "peak RSS is the median over them (not --corpus stdlib)",
+    )
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps of each round")
     parser.add_argument("--steps", type=int, default=12, help="timed steps of each round")
     parser.add_argument("--threads", type=int, default=2, help="torch threads of each process")
@@ -700,8 +749,11 @@ def arguments() -> argparse.Namespace:
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.rounds is None:
+        args.rounds = 5 if args.corpus == "stdlib" else 2
     if args.quick:
         args.widths, args.vocab, args.rounds, args.warmup, args.steps = [64], 512, 1, 1, 2
+        args.processes = 1
     return args
 
 
@@ -758,20 +810,24 @@ def main() -> None:
             for framework in FRAMEWORKS
         ]
         jobs[key] = batch[0]
-        results[key] = measure(batch, args.rounds, STEADY_MALLOC if args.steady_malloc else {})
-        print(f" ({time.perf_counter() - began:.0f} s)", file=sys.stderr, flush=True)
+        environment = STEADY_MALLOC if args.steady_malloc else {}
+        results[key] = measure(batch, args.rounds, args.processes, environment)
+        memory = next(memory_verdicts({key: results[key]}))
+        print(f" ({time.perf_counter() - began:.0f} s)\n{memory}", file=sys.stderr, flush=True)
     print(
         f"GPT-2 ({LAYERS} layers, vocabulary {args.vocab}, random init), batch {BATCH} of "
         f"{SHORTEST}-{LENGTH} tokens, AdamW; {args.device}, {args.threads} threads; each "
-        f"framework in its own process; the median over {args.rounds} interleaved rounds of "
-        f"each round's median optimizer step (steps timed after warm-up: {timed}); glibc's "
-        f"allocator: {'steady (--steady-malloc)' if args.steady_malloc else 'its defaults'}"
+        f"framework in {args.processes} fresh processes, one after the other, of "
+        f"{args.rounds} interleaved rounds each; the median over all rounds of each round's "
+        f"median optimizer step (steps timed after warm-up: {timed}); peak RSS the median over "
+        f"the processes; glibc's allocator: "
+        f"{'steady (--steady-malloc)' if args.steady_malloc else 'its defaults'}"
     )
     print()
     for line in table(results, jobs):
         print(line)
     print()
-    for line in [*verdicts(results), *(f"- {note}" for note in notes)]:
+    for line in [*verdicts(results), *memory_verdicts(results), *(f"- {note}" for note in notes)]:
         print(line)
     print(f"- took {time.perf_counter() - started:.0f} s")
 

@@ -28,6 +28,7 @@ from accmt_callbacks import CallbackHandler
 
 from .._errors import StepOutputError
 from ..config import clip_value, one_of, option, positive_int
+from ..evaluation import scalar
 from ._nonfinite import NONFINITE_POLICIES, NonFinitePolicy
 
 if TYPE_CHECKING:
@@ -92,7 +93,10 @@ class OptimizerStep:
         self.stepped = False
         """Whether the optimizer stepped on the current batch."""
         self._window_batches = 0
-        self._window_items: int | torch.Tensor | None = None
+        self._window_counted = False  # whether the window's batches give num_items
+        self._window_numbers = 0  # items given as ints
+        self._window_tensors = False  # whether some were given as tensors, added to:
+        self._tensor_items = torch.zeros((), dtype=torch.float64, device=accelerator.device)
         self._parameters = list(model.parameters())
         self._grad_norm: Any = None
         self._direct = direct_optimizer(optimizer, accelerator)
@@ -170,8 +174,7 @@ class OptimizerStep:
         ``items`` a sum over that many items."""
         self._window_batches += 1
         if items is not None:
-            held = self._window_items
-            self._window_items = items if held is None else held + items
+            self._count(items)
         self.backward(loss)
         self.step_optimizer()
         self.step_scheduler()
@@ -184,10 +187,35 @@ class OptimizerStep:
         scheduler.step()
         self.callbacks.call("on_after_scheduler_step", scheduler)
 
+    def _count(self, items: int | torch.Tensor) -> None:
+        """A batch's ``num_items``, added in place to the window's: a sum made for each batch
+        would be a small block allocated amid the step and held to the window's end, beside the
+        logits freed in between (see ``LossWindow``)."""
+        self._window_counted = True
+        if isinstance(items, torch.Tensor):
+            self._window_tensors = True
+            self._tensor_items.add_(scalar(items).to(self._tensor_items.device))
+        else:
+            self._window_numbers += items
+
+    def _window_sum(self) -> int | torch.Tensor | None:
+        """The window's items (None when its batches gave none), and a fresh window."""
+        counted, numbers, tensors = (
+            self._window_counted,
+            self._window_numbers,
+            self._window_tensors,
+        )
+        self._window_counted, self._window_numbers, self._window_tensors = False, 0, False
+        if not tensors:
+            return numbers if counted else None
+        total = self._tensor_items + numbers
+        self._tensor_items.zero_()
+        return total
+
     def _rescale_window(self) -> None:
         """The window's gradients as the mean over its own batches, or over its items."""
-        batches, items = self._window_batches, self._window_items
-        self._window_batches, self._window_items = 0, None
+        batches, items = self._window_batches, self._window_sum()
+        self._window_batches = 0
         if batches == 0:
             return  # an ExtendedAcceleratorModule's own backward: its losses are its own
         accumulation = self.accelerator.gradient_accumulation_steps

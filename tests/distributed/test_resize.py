@@ -281,12 +281,13 @@ def test_a_finished_run_goes_on_for_another_epoch_on_two_processes(
     checkpoint = out / "run" / "checkpoints" / "checkpoint_000001"
     assert state_of(checkpoint)["finished"] is True
     for record in (resumed, resumed_1):
+        # The run goes on, so it is no longer finished from its resume on (issue 43).
         assert record["resumed"]["state"] == {
             "global_step": 12,
             "epoch": 1,
             "batch_iteration": 24,
             "batches_seen_in_epoch": 0,
-            "finished": True,
+            "finished": False,
         }
         assert_loaded_exactly(checkpoint, record["resumed"], 18)
         assert record["final"]["global_step"] == 18  # 12 + 6 steps of one epoch on two

@@ -8,11 +8,13 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 # Scripts left out, and why: gpu.py exits with an error without CUDA, which would stop the run;
-# lm.py is long.
+# lm.py and resume.py are long.
 LEFT_OUT = {
     "gpu.py": "it needs a CUDA GPU; run it by hand on one (see its docstring)",
     "lm.py": "it takes about 7 minutes on 2 cores (--corpus stdlib: 18 with 3 rounds, loaded); "
     "run it alone (see its docstring and _lm_stdlib.py's)",
+    "resume.py": "it takes about 12 minutes on 2 cores (training to step 10,000 four times); "
+    "run it alone (see its docstring)",
 }
 
 
